@@ -1,0 +1,441 @@
+package zklock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Defaults for the options below.
+const (
+	DefaultSessionTimeout = 10 * time.Second
+	DefaultCleanupDelay   = 5 * time.Second
+	// DefaultCleanupTimeout bounds how long a failed or cancelled Acquire
+	// waits for its queue node to be deleted before returning (the delete
+	// goes on in the background until the node or the session is gone).
+	DefaultCleanupTimeout = 10 * time.Second
+)
+
+// Option configures a Client. Invalid values make Connect and NewClient fail
+// with ErrInvalidOption.
+type Option func(*options) error
+
+type options struct {
+	sessionTimeout time.Duration
+	acl            []zk.ACL
+	auth           []authCred
+	logger         *slog.Logger
+	onEvent        func(zk.Event)
+	cleanupDelay   time.Duration
+	cleanupRoot    string
+	cleanupTimeout time.Duration
+	watchOwnNode   bool
+	requeue        bool
+}
+
+type authCred struct {
+	scheme string
+	auth   []byte
+}
+
+func defaultOptions() options {
+	return options{
+		sessionTimeout: DefaultSessionTimeout,
+		acl:            zk.WorldACL(zk.PermAll),
+		logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		cleanupDelay:   DefaultCleanupDelay,
+		cleanupTimeout: DefaultCleanupTimeout,
+		watchOwnNode:   true,
+		requeue:        true,
+	}
+}
+
+// WithSessionTimeout sets the session timeout asked of the server (default
+// DefaultSessionTimeout). The server may clamp it; zklock uses the one granted.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: session timeout %v must be positive", ErrInvalidOption, d)
+		}
+		o.sessionTimeout = d
+		return nil
+	}
+}
+
+// WithACL sets the ACL of every node zklock creates (default: world, all).
+func WithACL(acl []zk.ACL) Option {
+	return func(o *options) error {
+		if len(acl) == 0 {
+			return fmt.Errorf("%w: empty ACL", ErrInvalidOption)
+		}
+		o.acl = acl
+		return nil
+	}
+}
+
+// WithDigestAuth adds digest credentials ("user:password") to the session;
+// combine with WithACL(zk.DigestACL(...)) to keep others off the lock nodes.
+func WithDigestAuth(user, password string) Option {
+	return func(o *options) error {
+		if user == "" {
+			return fmt.Errorf("%w: digest auth needs a user", ErrInvalidOption)
+		}
+		o.auth = append(o.auth, authCred{"digest", []byte(user + ":" + password)})
+		return nil
+	}
+}
+
+// WithLogger sends zklock's and go-zookeeper's log lines to l (default: none).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithEventHandler passes every event of the connection to fn after zklock
+// has seen it. fn runs on zklock's event goroutine and must not block.
+func WithEventHandler(fn func(zk.Event)) Option {
+	return func(o *options) error {
+		o.onEvent = fn
+		return nil
+	}
+}
+
+// WithCleanupTimeout bounds how long a failing Acquire waits for its own
+// node's deletion before it returns (default DefaultCleanupTimeout).
+func WithCleanupTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: cleanup timeout %v must be positive", ErrInvalidOption, d)
+		}
+		o.cleanupTimeout = d
+		return nil
+	}
+}
+
+// WithOwnNodeWatch turns the holder's watch on its own node on or off
+// (default on). With it, a lease notices at once when an operator or a tool
+// deletes its node, and Token needs no extra round trip of the caller; it
+// costs one read and one watch event per acquisition. Without it, deletion by
+// someone else goes unnoticed until the session ends, and Token costs a read.
+func WithOwnNodeWatch(on bool) Option {
+	return func(o *options) error {
+		o.watchOwnNode = on
+		return nil
+	}
+}
+
+// WithRequeueOnExpiry chooses what a waiting Acquire does when its session
+// expires and its queue node vanishes with it: re-queue on the new session, at
+// the back of the queue (true, the default), or fail with ErrSessionExpired.
+func WithRequeueOnExpiry(requeue bool) Option {
+	return func(o *options) error {
+		o.requeue = requeue
+		return nil
+	}
+}
+
+// Client is a ZooKeeper session used for locks. It is safe for concurrent use.
+// Close releases every lease it holds and removes every queue node it created.
+type Client struct {
+	conn    *zk.Conn
+	ownConn bool
+	id      string // random per client: half of every default owner identity
+	opts    options
+	log     *slog.Logger
+	wire    *wire // nil when the caller brought the connection
+	host    string
+	pid     int
+
+	closing   chan struct{} // closed by Close
+	closeOnce sync.Once
+	eventsEnd chan struct{} // closed when the event goroutine ends
+	wg        sync.WaitGroup
+
+	mu     sync.Mutex
+	sess   *session
+	ready  chan struct{} // closed and replaced when a new session is established
+	leases map[*Lease]struct{}
+
+	containers containerSupport
+	cleaner    *cleaner
+}
+
+// session is one ZooKeeper session of the client's connection. go-zookeeper
+// opens a new session by itself after an expiry; ephemeral nodes and leases
+// belong to the session they were made in.
+type session struct {
+	id   int64
+	lost chan struct{} // closed when the session expires or the client closes
+	once sync.Once
+}
+
+func newSession(id int64) *session { return &session{id: id, lost: make(chan struct{})} }
+
+func (s *session) end() { s.once.Do(func() { close(s.lost) }) }
+
+func (s *session) ended() bool {
+	select {
+	case <-s.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// Connect dials ZooKeeper and returns once a session is established or ctx
+// ends. Close the client to end the session.
+func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	w := newWire()
+	conn, events, err := zk.Connect(servers, o.sessionTimeout,
+		zk.WithDialer(w.dial),
+		zk.WithLogger(slogAdapter{o.logger}),
+		zk.WithLogInfo(false))
+	if err != nil {
+		return nil, fmt.Errorf("zklock: connect: %w", err)
+	}
+	c := newClient(conn, true, w, o)
+	c.start(events)
+	if err := c.waitReady(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// NewClient builds a Client on a connection the caller already has. zklock
+// reads events from events (the channel zk.Connect returned), so pass
+// WithEventHandler to keep seeing them. Close does not close conn.
+//
+// A client built this way cannot see when the server last heard from it, so a
+// lease is presumed lost as soon as the connection drops rather than shortly
+// before the session could expire; use Connect for the finer rule.
+func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, error) {
+	if conn == nil || events == nil {
+		return nil, fmt.Errorf("%w: NewClient needs the connection and its event channel", ErrInvalidOption)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(conn, false, nil, o)
+	if conn.State() == zk.StateHasSession {
+		c.sess = newSession(conn.SessionID())
+		close(c.ready)
+		c.ready = make(chan struct{})
+	}
+	c.start(events)
+	return c, nil
+}
+
+func buildOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	host, _ := os.Hostname()
+	c := &Client{
+		conn:      conn,
+		ownConn:   own,
+		id:        hex.EncodeToString(id[:]),
+		opts:      o,
+		log:       o.logger,
+		wire:      w,
+		host:      host,
+		pid:       os.Getpid(),
+		closing:   make(chan struct{}),
+		eventsEnd: make(chan struct{}),
+		sess:      newSession(0),
+		ready:     make(chan struct{}),
+		leases:    make(map[*Lease]struct{}),
+	}
+	c.sess.end() // no session yet
+	c.cleaner = newCleaner(c)
+	return c
+}
+
+func (c *Client) start(events <-chan zk.Event) {
+	go c.eventLoop(events)
+	for _, a := range c.opts.auth {
+		// go-zookeeper re-sends these after every reconnect.
+		if err := c.conn.AddAuth(a.scheme, a.auth); err != nil {
+			c.log.Warn("zklock: adding auth failed", "scheme", a.scheme, "err", err)
+		}
+	}
+}
+
+// ID returns the client's random id, recorded in its lock nodes.
+func (c *Client) ID() string { return c.id }
+
+// Conn returns the underlying connection, for requests zklock does not make.
+func (c *Client) Conn() *zk.Conn { return c.conn }
+
+// eventLoop follows the session. It never blocks on anything but the event
+// channel: go-zookeeper drops events when nobody reads.
+func (c *Client) eventLoop(events <-chan zk.Event) {
+	defer close(c.eventsEnd)
+	for {
+		var ev zk.Event
+		var ok bool
+		select {
+		case ev, ok = <-events:
+		case <-c.closing:
+			if c.ownConn {
+				// Drain until go-zookeeper closes the channel: its loop has ended then.
+				for range events {
+				}
+			}
+			return
+		}
+		if !ok {
+			c.mu.Lock()
+			c.sess.end()
+			c.mu.Unlock()
+			return
+		}
+		if ev.Type == zk.EventSession {
+			c.onSession(ev.State)
+		}
+		if c.opts.onEvent != nil {
+			c.opts.onEvent(ev)
+		}
+	}
+}
+
+func (c *Client) onSession(state zk.State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch state {
+	case zk.StateHasSession:
+		id := c.conn.SessionID()
+		if id != c.sess.id || c.sess.ended() {
+			c.sess.end()
+			c.sess = newSession(id)
+			close(c.ready)
+			c.ready = make(chan struct{})
+			c.log.Info("zklock: session established", "session", fmt.Sprintf("0x%x", id))
+		}
+	case zk.StateExpired:
+		c.log.Warn("zklock: session expired", "session", fmt.Sprintf("0x%x", c.sess.id))
+		c.sess.end()
+	case zk.StateDisconnected:
+		if c.wire == nil {
+			// Without the wire clock the earliest possible expiry is unknown:
+			// leases are presumed lost at once (see NewClient).
+			for l := range c.leases {
+				l.presumeLost()
+			}
+		}
+	}
+}
+
+// session returns the current session, which may have ended.
+func (c *Client) session() *session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess
+}
+
+// liveSession waits until the client has a session that has not ended.
+func (c *Client) liveSession(ctx context.Context) (*session, error) {
+	for {
+		c.mu.Lock()
+		s, ready := c.sess, c.ready
+		c.mu.Unlock()
+		if !s.ended() {
+			return s, nil
+		}
+		select {
+		case <-ready:
+		case <-c.closing:
+			return nil, ErrClosed
+		case <-ctx.Done():
+			return nil, fmt.Errorf("zklock: waiting for a session: %w", context.Cause(ctx))
+		}
+	}
+}
+
+func (c *Client) waitReady(ctx context.Context) error {
+	_, err := c.liveSession(ctx)
+	return err
+}
+
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close ends every wait with ErrClosed (removing its queue node), releases
+// every lease, runs or drops pending cleanups (see WithCleanupDelay), closes
+// the connection if Connect opened it, and waits for zklock's goroutines. It
+// is idempotent and always returns nil.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		close(c.closing)
+		leases := make([]*Lease, 0, len(c.leases))
+		for l := range c.leases {
+			leases = append(leases, l)
+		}
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.cleanupTimeout)
+		for _, l := range leases {
+			if err := l.release(ctx, ErrClosed); err != nil && !errors.Is(err, ErrNotHeld) {
+				c.log.Warn("zklock: release on close", "node", l.Node(), "err", err)
+			}
+		}
+		cancel()
+		c.cleaner.close()
+		c.wg.Wait() // waiters, lease monitors and background deletes
+		if c.ownConn {
+			c.conn.Close()
+		}
+		<-c.eventsEnd
+		c.mu.Lock()
+		c.sess.end()
+		c.mu.Unlock()
+	})
+	return nil
+}
+
+// slogAdapter gives go-zookeeper's Printf logger a slog destination.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Printf(format string, args ...any) {
+	a.l.Debug("zk: " + fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,35 @@
+package zklock
+
+import "errors"
+
+// Sentinel errors. Check them with errors.Is: the errors zklock returns wrap
+// them, and wrap ZooKeeper's own errors (zk.ErrNoAuth, zk.ErrSessionExpired, ...)
+// with %w so those can be matched too.
+var (
+	// ErrInvalidPath reports a lock path ZooKeeper would reject or zklock
+	// refuses to touch (relative, trailing slash, empty segment, "." or "..",
+	// control characters, or anything under /zookeeper).
+	ErrInvalidPath = errors.New("zklock: invalid lock path")
+	// ErrLocked is returned by TryAcquire when someone holds the lock or
+	// waits ahead of the caller.
+	ErrLocked = errors.New("zklock: lock is held by someone else")
+	// ErrNotHeld is returned when releasing a lease that was already released.
+	ErrNotHeld = errors.New("zklock: lock is not held")
+	// ErrNotOwner is returned by a reentrant release from someone who does not
+	// own the lock.
+	ErrNotOwner = errors.New("zklock: caller does not own the lock")
+	// ErrLockLost reports a lease that ended without Release: its session
+	// expired, its node was deleted by someone else, or the client lost contact
+	// with ZooKeeper for so long that another holder may already exist.
+	ErrLockLost = errors.New("zklock: lock lost")
+	// ErrReleased is what Lease.Err reports after a normal Release.
+	ErrReleased = errors.New("zklock: lease released")
+	// ErrClosed is returned by every call on a closed Client, and ends waits
+	// and leases cut short by Close.
+	ErrClosed = errors.New("zklock: client closed")
+	// ErrSessionExpired ends a wait whose session expired when the client is
+	// configured not to re-queue (see WithRequeueOnExpiry).
+	ErrSessionExpired = errors.New("zklock: session expired while waiting")
+	// ErrInvalidOption reports an option value that cannot work.
+	ErrInvalidOption = errors.New("zklock: invalid option")
+)

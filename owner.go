@@ -1,0 +1,66 @@
+package zklock
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"runtime"
+	"strconv"
+	"time"
+)
+
+// Owner is the record a lock node carries, so a holder can be recognised (for
+// re-entry) and an operator can see who holds and who waits. It is small on
+// purpose: every contender writes one.
+type Owner struct {
+	Host      string    `json:"host,omitempty"`
+	PID       int       `json:"pid,omitempty"`
+	Client    string    `json:"client,omitempty"`    // the Client's random id
+	Goroutine int64     `json:"goroutine,omitempty"` // set when no explicit owner was named
+	Owner     string    `json:"owner,omitempty"`     // the explicit owner named with WithOwner
+	Since     time.Time `json:"since"`               // when the node was created (joined the queue)
+}
+
+func (o Owner) marshal() []byte {
+	b, _ := json.Marshal(o)
+	return b
+}
+
+type ownerKey struct{}
+
+// WithOwner returns a context that names an explicit owner for reentrant
+// locks. Acquire and Release calls that carry the same owner id through the
+// same Client are the same owner, whatever goroutine makes them: a lock taken
+// in one goroutine can be released in another (a job handed to a pool).
+func WithOwner(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, id)
+}
+
+// ownerID is the identity a reentrant lock keys its holds by: the explicit
+// owner if the context names one, otherwise the calling goroutine. It is
+// always combined with the client, so two clients (or processes) running a
+// goroutine with the same number never share an identity.
+func ownerID(ctx context.Context) (explicit string, goroutine int64) {
+	if id, ok := ctx.Value(ownerKey{}).(string); ok && id != "" {
+		return id, 0
+	}
+	return "", goroutineID()
+}
+
+// goroutineID parses the running goroutine's number from its stack header,
+// "goroutine 123 [running]:". Go hides it on purpose; here it is only an
+// identity within one client, never a key on its own.
+func goroutineID() int64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	n, _ := strconv.ParseInt(string(b), 10, 64)
+	return n
+}
+
+func (c *Client) ownerRecord(explicit string, goroutine int64) Owner {
+	return Owner{Host: c.host, PID: c.pid, Client: c.id, Goroutine: goroutine, Owner: explicit, Since: time.Now().UTC()}
+}

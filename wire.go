@@ -1,0 +1,195 @@
+package zklock
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"time"
+)
+
+// wire watches the bytes between go-zookeeper and the server. go-zookeeper
+// exposes neither the session timeout the server granted nor when the server
+// last confirmed the session, and both decide when a held lock must be
+// presumed lost. It also tells a caller when a queued request has reached the
+// socket, which lets a create and the listing after it share one round trip.
+//
+// go-zookeeper writes exactly one packet per Write; replies to a session's
+// requests come back in the order sent (ZooKeeper serves a session FIFO), so a
+// queue of send times matched against reply frames gives, for every reply, the
+// moment its request left: the server cannot have touched the session earlier.
+type wire struct {
+	epoch time.Time // monotonic base for the nanosecond stamps below
+
+	mu        sync.Mutex
+	writes    uint64        // packets written, over all connections
+	written   chan struct{} // closed and cleared on the next write; nil if nobody waits
+	contact   int64         // send time (ns since epoch) of the newest request the server answered
+	granted   time.Duration // session timeout from the newest connect response
+	connected bool          // a connect response has been read on the current connection
+}
+
+func newWire() *wire { return &wire{epoch: time.Now()} }
+
+func (w *wire) now() int64 { return int64(time.Since(w.epoch)) }
+
+// dial is a zk.Dialer that wraps every connection go-zookeeper opens.
+func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.connected = false
+	w.mu.Unlock()
+	return &wireConn{Conn: c, w: w}, nil
+}
+
+// writeCount and waitWrite let a caller know that a request it queued has
+// left: waitWrite returns once more than n packets were written, or after max.
+func (w *wire) writeCount() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writes
+}
+
+func (w *wire) waitWrite(n uint64, max time.Duration) {
+	w.mu.Lock()
+	if w.writes > n {
+		w.mu.Unlock()
+		return
+	}
+	if w.written == nil {
+		w.written = make(chan struct{})
+	}
+	ch := w.written
+	w.mu.Unlock()
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
+
+// lastContact returns the latest moment the server is known to have heard
+// from this client, and the session timeout it granted (0 before any).
+func (w *wire) lastContact() (time.Time, time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.epoch.Add(time.Duration(w.contact)), w.granted
+}
+
+type wireConn struct {
+	net.Conn
+	w *wire
+
+	mu      sync.Mutex
+	sent    []int64 // send times of requests not yet answered, oldest first
+	first   bool    // the connect request has been written
+	lenBuf  [4]byte
+	lenN    int
+	left    int      // payload bytes still to come in the current frame
+	head    [16]byte // start of the current frame's payload
+	headN   int
+	handled bool // the current frame's header was processed
+	frames  int  // frames read on this connection
+}
+
+func (c *wireConn) Write(p []byte) (int, error) {
+	now := c.w.now()
+	c.mu.Lock()
+	c.sent = append(c.sent, now)
+	c.first = true
+	c.mu.Unlock()
+
+	w := c.w
+	w.mu.Lock()
+	w.writes++
+	if w.written != nil {
+		close(w.written)
+		w.written = nil
+	}
+	w.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *wireConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.parse(p[:n])
+	}
+	return n, err
+}
+
+// parse walks frame boundaries: [4-byte length][payload]. Only the first 16
+// payload bytes matter: the connect response's timeout, or a reply's xid.
+func (c *wireConn) parse(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(b) > 0 {
+		if c.left == 0 {
+			k := copy(c.lenBuf[c.lenN:], b)
+			c.lenN += k
+			b = b[k:]
+			if c.lenN < 4 {
+				return
+			}
+			c.lenN = 0
+			c.left = int(binary.BigEndian.Uint32(c.lenBuf[:]))
+			c.headN, c.handled = 0, false
+			if c.left == 0 {
+				continue
+			}
+		}
+		take := min(len(b), c.left)
+		if c.headN < len(c.head) {
+			c.headN += copy(c.head[c.headN:], b[:take])
+		}
+		b = b[take:]
+		c.left -= take
+		if !c.handled && (c.headN == len(c.head) || c.left == 0) {
+			c.handled = true
+			c.frame()
+		}
+	}
+}
+
+// frame handles one frame header; c.mu is held.
+func (c *wireConn) frame() {
+	c.frames++
+	if c.frames == 1 {
+		// Connect response: protocol version, then the granted timeout in ms.
+		if c.headN >= 8 {
+			ms := int32(binary.BigEndian.Uint32(c.head[4:8]))
+			c.answered(time.Duration(ms)*time.Millisecond, true)
+		}
+		return
+	}
+	if c.headN < 4 {
+		return
+	}
+	if xid := int32(binary.BigEndian.Uint32(c.head[:4])); xid == -1 {
+		return // a watch notification: the server sends it unasked
+	}
+	c.answered(0, false)
+}
+
+// answered pops the oldest outstanding send time: the server has now heard
+// from us at least as late as that.
+func (c *wireConn) answered(granted time.Duration, connect bool) {
+	if len(c.sent) == 0 {
+		return
+	}
+	t := c.sent[0]
+	c.sent = c.sent[1:]
+	w := c.w
+	w.mu.Lock()
+	if t > w.contact {
+		w.contact = t
+	}
+	if connect {
+		w.granted = granted
+		w.connected = granted > 0 // a zero timeout means the session was refused (expired)
+	}
+	w.mu.Unlock()
+}
