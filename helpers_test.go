@@ -1,0 +1,150 @@
+package zklock_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+const testSession = 4 * time.Second
+
+// connect opens a Client on the shared server, closed when the test ends.
+func connect(t testing.TB, opts ...zklock.Option) *zklock.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts = append([]zklock.Option{zklock.WithSessionTimeout(testSession)}, opts...)
+	c, err := zklock.Connect(ctx, cluster.Addrs(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// observer opens a plain go-zookeeper connection for looking at the tree.
+func observer(t testing.TB) *zk.Conn {
+	t.Helper()
+	conn, events, err := zk.Connect(cluster.Addrs(), testSession, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	require.NoError(t, err)
+	deadline := time.After(30 * time.Second)
+	for conn.State() != zk.StateHasSession {
+		select {
+		case <-events:
+		case <-deadline:
+			t.Fatal("observer: no session")
+		}
+	}
+	go func() {
+		for range events {
+		}
+	}()
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+var pathSeq atomic.Int64
+
+// lockPath returns a lock path no other test uses.
+func lockPath(t testing.TB) string {
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	return fmt.Sprintf("/zklock-test/%s-%d/lock", name, pathSeq.Add(1))
+}
+
+// lockChildren lists the lock nodes under p in queue order (none if p is missing).
+func lockChildren(t testing.TB, conn *zk.Conn, p string) []string {
+	t.Helper()
+	children, _, err := conn.Children(p)
+	if err == zk.ErrNoNode {
+		return nil
+	}
+	require.NoError(t, err)
+	slices.SortFunc(children, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) })
+	return children
+}
+
+// waitChildren blocks until p has exactly n children, woken by child watches
+// rather than polling on a timer.
+func waitChildren(t testing.TB, conn *zk.Conn, p string, n int) []string {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		children, _, ch, err := conn.ChildrenW(p)
+		if err == zk.ErrNoNode {
+			if n == 0 {
+				return nil
+			}
+			var ech <-chan zk.Event
+			_, _, ech, err = conn.ExistsW(p)
+			require.NoError(t, err)
+			select {
+			case <-ech:
+				continue
+			case <-deadline:
+				t.Fatalf("%s: never created, want %d children", p, n)
+			}
+		}
+		require.NoError(t, err)
+		if len(children) == n {
+			return children
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%s has %d children, want %d: %v", p, len(children), n, children)
+		}
+	}
+}
+
+// waitGone blocks until p no longer exists.
+func waitGone(t testing.TB, conn *zk.Conn, p string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		ok, _, ch, err := conn.ExistsW(p)
+		require.NoError(t, err)
+		if !ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%s still exists", p)
+		}
+	}
+}
+
+func mntr(t testing.TB) zktest.Mntr {
+	t.Helper()
+	m, err := cluster.Mntr(0)
+	require.NoError(t, err)
+	return m
+}
+
+// eventually polls cond (for server counters, which have no watch) with a bound.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
