@@ -169,6 +169,7 @@ type Client struct {
 	sess   *session
 	ready  chan struct{} // closed and replaced when a new session is established
 	leases map[*Lease]struct{}
+	holds  map[string]map[string]*hold // reentrant holds by lock path, then owner
 
 	containers containerSupport
 	cleaner    *cleaner
@@ -279,6 +280,7 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 		sess:      newSession(0),
 		ready:     make(chan struct{}),
 		leases:    make(map[*Lease]struct{}),
+		holds:     make(map[string]map[string]*hold),
 	}
 	c.sess.end() // no session yet
 	c.cleaner = newCleaner(c)

@@ -102,13 +102,16 @@ type Lease struct {
 	q *queueNode
 
 	stop     chan struct{} // closed by release: the monitor stops
+	stopOnce sync.Once
 	lostOnce sync.Once
 	presumed chan struct{} // closed when loss must be presumed (no wire clock)
 
-	mu       sync.Mutex
-	released bool
-	err      error
-	done     chan struct{}
+	mu        sync.Mutex
+	releasing bool // a Release is deleting the node
+	released  bool // the node is gone (or being removed in the background)
+	pending   bool // a Release failed and the node is still there
+	err       error
+	done      chan struct{}
 }
 
 // newLease registers q as a held lease and starts its monitor; nil if the
@@ -183,28 +186,43 @@ func (l *Lease) Release(ctx context.Context) error {
 
 func (l *Lease) release(ctx context.Context, reason error) error {
 	l.mu.Lock()
-	if l.released {
+	if l.released || l.releasing {
 		l.mu.Unlock()
 		return ErrNotHeld
 	}
-	l.released = true
+	l.releasing = true
 	lost := l.err
 	l.mu.Unlock()
 
 	c := l.c
 	done := make(chan error, 1)
-	c.wg.Add(1) // before stop: the monitor keeps the count above zero until it sees stop
-	close(l.stop)
-	go func() {
-		defer c.wg.Done()
-		done <- c.removeNode(l.q)
-	}()
+	remove := func() { done <- c.removeNode(l.q) }
+	if c.track() {
+		go func() {
+			defer c.wg.Done()
+			remove()
+		}()
+	} else {
+		remove() // Close is under way: no new goroutines
+	}
+	l.stopOnce.Do(func() { close(l.stop) })
 	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		err = ctxErr(ctx)
+		err = ctxErr(ctx) // the delete goes on in the background
 	}
+	if err != nil && ctx.Err() == nil {
+		// ZooKeeper refused the delete (an ACL, say): the node is still
+		// there, and a later Release tries again.
+		l.mu.Lock()
+		l.releasing, l.pending = false, true
+		l.mu.Unlock()
+		return err
+	}
+	l.mu.Lock()
+	l.releasing, l.released, l.pending = false, true, false
+	l.mu.Unlock()
 	l.end(reason)
 	c.mu.Lock()
 	delete(c.leases, l)
@@ -213,6 +231,13 @@ func (l *Lease) release(ctx context.Context, reason error) error {
 		return lost
 	}
 	return err
+}
+
+// releasePending reports a Release that failed with the node still there.
+func (l *Lease) releasePending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pending
 }
 
 // monitor ends the lease when the lock is lost: the session expires, the node

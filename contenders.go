@@ -1,0 +1,80 @@
+package zklock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Contender is one node in a lock's queue.
+type Contender struct {
+	Node     string // full path of the lock node
+	Sequence int64  // its place: lower is earlier
+	Token    int64  // the node's creation zxid, the fencing token if it holds
+	Holder   bool   // first in the queue
+	Owner    Owner  // the record zklock writes; zero for nodes of other libraries
+	Data     []byte // the node's raw data, whatever library wrote it
+}
+
+// Contenders lists everyone queued on the lock at path, holder first, in
+// queue order, with who they are. Nodes written by Curator, go-zookeeper's
+// zk.Lock and kazoo are listed too, with their raw data. A lock path that does
+// not exist has no contenders.
+func (c *Client) Contenders(ctx context.Context, path string) ([]Contender, error) {
+	if err := validatePath(path); err != nil {
+		return nil, err
+	}
+	if !c.track() {
+		return nil, ErrClosed
+	}
+	defer c.wg.Done()
+	children, err := await(ctx, c, goCall(c, func() ([]string, error) {
+		ch, _, err := c.conn.Children(path)
+		return ch, err
+	}))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("zklock: list %s: %w", path, err)
+	}
+	nodes := sortedLockNodes(children)
+	type read struct {
+		data []byte
+		stat *zk.Stat
+	}
+	// Send every read at once: go-zookeeper pipelines them on the connection.
+	reads := make([]<-chan result[read], len(nodes))
+	for i, n := range nodes {
+		full := path + "/" + n.name
+		reads[i] = goCall(c, func() (read, error) {
+			data, stat, err := c.conn.Get(full)
+			return read{data, stat}, err
+		})
+	}
+	out := make([]Contender, 0, len(nodes))
+	for i, n := range nodes {
+		r, err := await(ctx, c, reads[i])
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // left the queue while we looked
+		}
+		if err != nil {
+			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, n.name, err)
+		}
+		ct := Contender{Node: path + "/" + n.name, Sequence: n.seq, Token: r.stat.Czxid, Data: r.data}
+		_ = json.Unmarshal(r.data, &ct.Owner) // not ours: the raw data says what there is
+		out = append(out, ct)
+	}
+	if len(out) > 0 {
+		out[0].Holder = true
+	}
+	return out, nil
+}
+
+// Contenders lists everyone queued on the lock, holder first.
+func (m *Mutex) Contenders(ctx context.Context) ([]Contender, error) {
+	return m.c.Contenders(ctx, m.path)
+}

@@ -1,0 +1,169 @@
+package zklock
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// ReentrantMutex is a fair lock that its owner may take again while holding
+// it: nested Acquires by the same owner return at once with no ZooKeeper
+// request, and only the last matching Release deletes the node.
+//
+// The owner is, by default, the calling goroutine within this Client: the
+// client's random id plus the goroutine's number, so two clients (or two
+// processes) that happen to run a goroutine with the same number never
+// re-enter each other's lock. A context made with WithOwner names the owner
+// explicitly instead; every Acquire and Release carrying that id through this
+// Client is the same owner, whatever goroutine makes it. Another owner in the
+// same client queues like any other contender. Holds are counted per Client
+// and path, so two ReentrantMutex values on one path share them.
+type ReentrantMutex struct {
+	c    *Client
+	path string
+}
+
+// hold is one owner's holding of one path.
+type hold struct {
+	ready chan struct{} // closed once the first Acquire has finished
+	lease *Lease        // nil until ready, and after a failed first Acquire
+	count int
+}
+
+// NewReentrantMutex returns a ReentrantMutex on path. It checks the path and
+// does no I/O.
+func (c *Client) NewReentrantMutex(path string) (*ReentrantMutex, error) {
+	if err := validatePath(path); err != nil {
+		return nil, err
+	}
+	return &ReentrantMutex{c: c, path: path}, nil
+}
+
+// Path returns the lock path.
+func (r *ReentrantMutex) Path() string { return r.path }
+
+func holdKey(explicit string, goroutine int64) string {
+	if explicit != "" {
+		return "o:" + explicit
+	}
+	return "g:" + strconv.FormatInt(goroutine, 10)
+}
+
+// Acquire takes the lock for the caller's owner (see ReentrantMutex), or adds
+// one to its hold count if it already holds it. A nested Acquire on a lease
+// that has been lost returns the loss error: the outer critical section is no
+// longer protected. Otherwise it behaves like Mutex.Acquire.
+func (r *ReentrantMutex) Acquire(ctx context.Context) (*Lease, error) {
+	explicit, g := ownerID(ctx)
+	key := holdKey(explicit, g)
+	c := r.c
+	for {
+		c.mu.Lock()
+		if c.isClosed() {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		holds := c.holds[r.path]
+		if holds == nil {
+			holds = make(map[string]*hold)
+			c.holds[r.path] = holds
+		}
+		h := holds[key]
+		if h == nil {
+			break
+		}
+		select {
+		case <-h.ready:
+		default:
+			// The same owner is already queueing from elsewhere: wait for it
+			// rather than queueing behind ourselves.
+			c.mu.Unlock()
+			select {
+			case <-h.ready:
+				continue
+			case <-ctx.Done():
+				return nil, ctxErr(ctx)
+			}
+		}
+		if err := h.lease.Err(); err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		if h.count == math.MaxInt32 {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("zklock: %s held %d times by one owner: too many re-entries", r.path, h.count)
+		}
+		h.count++
+		c.mu.Unlock()
+		return h.lease, nil
+	}
+	h := &hold{ready: make(chan struct{})}
+	c.holds[r.path][key] = h
+	c.mu.Unlock()
+
+	l, err := c.acquire(ctx, r.path, c.ownerRecord(explicit, g), false)
+	c.mu.Lock()
+	if err != nil {
+		r.forget(key, h)
+	} else {
+		h.lease, h.count = l, 1
+	}
+	close(h.ready)
+	c.mu.Unlock()
+	return l, err
+}
+
+// forget drops h from the holds; c.mu is held.
+func (r *ReentrantMutex) forget(key string, h *hold) {
+	holds := r.c.holds[r.path]
+	if holds[key] == h {
+		delete(holds, key)
+	}
+	if len(holds) == 0 {
+		delete(r.c.holds, r.path)
+	}
+}
+
+// Release gives up one hold of the caller's owner. Only the last one deletes
+// the node. A caller that does not hold the lock gets ErrNotOwner if another
+// owner in this client holds it, ErrNotHeld otherwise, and nothing changes.
+// The hold is forgotten only once the node is gone (or its session is): if
+// the delete fails, Release returns the error and the owner still holds one
+// hold to release again.
+func (r *ReentrantMutex) Release(ctx context.Context) error {
+	explicit, g := ownerID(ctx)
+	key := holdKey(explicit, g)
+	c := r.c
+	c.mu.Lock()
+	holds := c.holds[r.path]
+	h := holds[key]
+	if h == nil || h.lease == nil {
+		others := len(holds) > 0
+		c.mu.Unlock()
+		if others {
+			return fmt.Errorf("%w of %s", ErrNotOwner, r.path)
+		}
+		return fmt.Errorf("%w: %s", ErrNotHeld, r.path)
+	}
+	if h.count > 1 {
+		h.count--
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
+
+	err := h.lease.Release(ctx)
+	if err != nil && h.lease.releasePending() {
+		return err // the node is still there: keep the hold
+	}
+	c.mu.Lock()
+	r.forget(key, h)
+	c.mu.Unlock()
+	return err
+}
+
+// Contenders lists everyone queued on the lock, holder first.
+func (r *ReentrantMutex) Contenders(ctx context.Context) ([]Contender, error) {
+	return r.c.Contenders(ctx, r.path)
+}

@@ -1,0 +1,190 @@
+package zklock_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+)
+
+// requests counts the reads and writes the server has served.
+func requests(t testing.TB) int64 {
+	m := mntr(t)
+	return m.Int("zk_cnt_readlatency") + m.Int("zk_cnt_updatelatency")
+}
+
+func TestReentrantSameGoroutine(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	r, err := connect(t).NewReentrantMutex(p)
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	first, err := r.Acquire(ctx)
+	require.NoError(t, err)
+	first.Token()
+	_, before, err := obs.Get(first.Node())
+	require.NoError(t, err)
+
+	reqs := requests(t)
+	for i := 0; i < 2; i++ {
+		l, err := r.Acquire(ctx)
+		require.NoError(t, err)
+		require.Same(t, first, l)
+	}
+	require.Equal(t, reqs, requests(t), "nested acquires must not talk to ZooKeeper")
+	_, after, err := obs.Get(first.Node())
+	require.NoError(t, err)
+	require.Equal(t, before.Mzxid, after.Mzxid, "a nested acquire does not rewrite the owner record")
+
+	for i := 0; i < 2; i++ {
+		require.NoError(t, r.Release(ctx))
+		require.Len(t, lockChildren(t, obs, p), 1, "the node stays until the last release")
+	}
+	require.NoError(t, r.Release(ctx))
+	require.Empty(t, lockChildren(t, obs, p))
+	require.ErrorIs(t, first.Err(), zklock.ErrReleased)
+
+	// Releasing more than acquired is an error and changes nothing.
+	require.ErrorIs(t, r.Release(ctx), zklock.ErrNotHeld)
+	l, err := r.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, r.Release(ctx))
+	require.ErrorIs(t, l.Err(), zklock.ErrReleased)
+}
+
+func TestReentrantOtherGoroutineWaits(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	r, err := connect(t).NewReentrantMutex(p)
+	require.NoError(t, err)
+	_, err = r.Acquire(context.Background())
+	require.NoError(t, err)
+
+	type outcome struct{ acquire, release error }
+	done := make(chan outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, aerr := r.Acquire(ctx)
+		done <- outcome{aerr, r.Release(context.Background())}
+	}()
+	o := <-done
+	require.ErrorIs(t, o.acquire, context.DeadlineExceeded, "another goroutine must queue, not re-enter")
+	require.ErrorIs(t, o.release, zklock.ErrNotOwner)
+	require.Len(t, lockChildren(t, obs, p), 1, "the failed Release changed nothing")
+	require.NoError(t, r.Release(context.Background()))
+}
+
+func TestReentrantTwoClientsSameGoroutine(t *testing.T) {
+	p := lockPath(t)
+	a, err := connect(t).NewReentrantMutex(p)
+	require.NoError(t, err)
+	b, err := connect(t).NewReentrantMutex(p)
+	require.NoError(t, err)
+	_, err = a.Acquire(context.Background())
+	require.NoError(t, err)
+
+	// Same goroutine, different client: a different owner.
+	_, err = b.Acquire(ctxTimeout(t, 300*time.Millisecond))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, b.Release(context.Background()), zklock.ErrNotHeld)
+	require.NoError(t, a.Release(context.Background()))
+}
+
+func TestReentrantExplicitOwner(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	c := connect(t)
+	r, err := c.NewReentrantMutex(p)
+	require.NoError(t, err)
+	job := zklock.WithOwner(context.Background(), "job-42")
+
+	l, err := r.Acquire(job)
+	require.NoError(t, err)
+	data, _, err := obs.Get(l.Node())
+	require.NoError(t, err)
+	var rec zklock.Owner
+	require.NoError(t, json.Unmarshal(data, &rec))
+	require.Equal(t, "job-42", rec.Owner)
+	require.Equal(t, c.ID(), rec.Client)
+
+	errc := make(chan error, 3)
+	go func() {
+		_, err := r.Acquire(job) // same owner, other goroutine: re-enters
+		errc <- err
+		errc <- r.Release(zklock.WithOwner(context.Background(), "someone-else"))
+		errc <- r.Release(job)
+	}()
+	require.NoError(t, <-errc)
+	require.ErrorIs(t, <-errc, zklock.ErrNotOwner)
+	require.NoError(t, <-errc)
+	require.Len(t, lockChildren(t, obs, p), 1)
+	require.NoError(t, r.Release(job))
+	require.Empty(t, lockChildren(t, obs, p))
+}
+
+func TestContendersListsQueueInOrder(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	holderClient := connect(t)
+	r, err := holderClient.NewReentrantMutex(p)
+	require.NoError(t, err)
+	held, err := r.Acquire(context.Background())
+	require.NoError(t, err)
+
+	// A go-zookeeper zk.Lock waiter, then a zklock waiter with a named owner.
+	theirs := zk.NewLock(observer(t), p, zk.WorldACL(zk.PermAll))
+	theirsDone := make(chan error, 1)
+	go func() { theirsDone <- theirs.Lock() }()
+	waitChildren(t, obs, p, 2)
+	waiterClient := connect(t)
+	wm, err := waiterClient.NewMutex(p)
+	require.NoError(t, err)
+	waiting := make(chan error, 1)
+	go func() {
+		l, err := wm.Acquire(zklock.WithOwner(context.Background(), "batch"))
+		if err == nil {
+			err = l.Release(context.Background())
+		}
+		waiting <- err
+	}()
+	waitChildren(t, obs, p, 3)
+
+	cs, err := r.Contenders(context.Background())
+	require.NoError(t, err)
+	require.Len(t, cs, 3)
+	host, _ := os.Hostname()
+
+	require.True(t, cs[0].Holder)
+	require.Equal(t, held.Node(), cs[0].Node)
+	require.Equal(t, held.Token(), cs[0].Token)
+	require.Equal(t, host, cs[0].Owner.Host)
+	require.Equal(t, os.Getpid(), cs[0].Owner.PID)
+	require.Equal(t, holderClient.ID(), cs[0].Owner.Client)
+	require.NotZero(t, cs[0].Owner.Goroutine)
+
+	require.False(t, cs[1].Holder)
+	require.Empty(t, cs[1].Owner.Client, "zk.Lock writes no owner record")
+	require.Contains(t, cs[1].Node, "-lock-")
+
+	require.Equal(t, "batch", cs[2].Owner.Owner)
+	require.Equal(t, waiterClient.ID(), cs[2].Owner.Client)
+	require.Less(t, cs[0].Sequence, cs[1].Sequence)
+	require.Less(t, cs[1].Sequence, cs[2].Sequence)
+
+	require.NoError(t, r.Release(context.Background()))
+	require.NoError(t, <-theirsDone)
+	require.NoError(t, theirs.Unlock())
+	require.NoError(t, <-waiting)
+
+	cs, err = holderClient.Contenders(context.Background(), p)
+	require.NoError(t, err)
+	require.Empty(t, cs)
+}
