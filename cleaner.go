@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -23,7 +26,7 @@ type containerSupport struct {
 func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 	paths := append(ancestors(lockPath), lockPath)
 	for _, p := range paths {
-		container := c.cleaner.mayRemove(p)
+		container := c.cleaner.mayRemove(p, lockPath)
 		for {
 			err := c.createParent(ctx, p, container)
 			if retryable(err) {
@@ -72,17 +75,130 @@ func (c *Client) containersAvailable() bool {
 	return c.containers.ok
 }
 
+// maxPendingCleanups bounds the cleaner's memory. Past it, new cleanups are
+// dropped: container nodes are still removed by the server, and a path used
+// again is scheduled again when released.
+const maxPendingCleanups = 10000
+
 // cleaner removes lock paths that have become empty, a while after the last
-// contender left.
+// contender left, and with a cleanup root, their empty ancestors below it.
+// Pending cleanups are coalesced (one timer per path) and run at once on
+// Close. It never makes a contender fail: it deletes with the version it saw
+// and treats NotEmpty, BadVersion and NoNode as "in use again, skip", and a
+// contender whose create finds the path gone creates it again.
 type cleaner struct {
-	c *Client
+	c     *Client
+	delay time.Duration
+	root  string
+
+	mu      sync.Mutex
+	closed  bool
+	pending map[string]*time.Timer
+	wg      sync.WaitGroup
 }
 
-func newCleaner(c *Client) *cleaner { return &cleaner{c: c} }
+func newCleaner(c *Client) *cleaner {
+	return &cleaner{c: c, delay: c.opts.cleanupDelay, root: c.opts.cleanupRoot, pending: make(map[string]*time.Timer)}
+}
 
-// mayRemove reports whether p is a node the cleaner may delete.
-func (cl *cleaner) mayRemove(p string) bool { return false }
+// mayRemove reports whether the cleaner may delete p, an ancestor of lockPath
+// or lockPath itself. Such nodes are created as containers.
+func (cl *cleaner) mayRemove(p, lockPath string) bool {
+	return p == lockPath || cl.underRoot(p)
+}
 
-func (cl *cleaner) schedule(lockPath string) {}
+// underRoot reports whether p lies strictly below the cleanup root.
+func (cl *cleaner) underRoot(p string) bool {
+	switch {
+	case cl.root == "":
+		return false
+	case cl.root == "/":
+		return p != "/"
+	default:
+		return strings.HasPrefix(p, cl.root+"/")
+	}
+}
 
-func (cl *cleaner) close() {}
+// schedule arranges for lockPath to be checked after the delay.
+func (cl *cleaner) schedule(lockPath string) {
+	if cl.delay <= 0 {
+		return
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.closed || cl.pending[lockPath] != nil {
+		return
+	}
+	if len(cl.pending) >= maxPendingCleanups {
+		cl.c.log.Warn("zklock: too many pending cleanups; leaving this one to the server", "path", lockPath)
+		return
+	}
+	cl.pending[lockPath] = time.AfterFunc(cl.delay, func() {
+		cl.mu.Lock()
+		if cl.closed || cl.pending[lockPath] == nil {
+			cl.mu.Unlock()
+			return
+		}
+		delete(cl.pending, lockPath)
+		cl.wg.Add(1)
+		cl.mu.Unlock()
+		defer cl.wg.Done()
+		cl.clean(lockPath)
+	})
+}
+
+// clean deletes lockPath if it is empty, then its empty ancestors below the
+// root, stopping at the first node that is in use.
+func (cl *cleaner) clean(lockPath string) {
+	conn := cl.c.conn
+	for p := lockPath; p == lockPath || cl.underRoot(p); p = path.Dir(p) {
+		if p == "/" || p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/") {
+			return
+		}
+		ok, stat, err := conn.Exists(p)
+		if err != nil || !ok || stat.NumChildren > 0 || stat.EphemeralOwner != 0 {
+			return
+		}
+		switch err := conn.Delete(p, stat.Version); {
+		case err == nil:
+			cl.c.log.Debug("zklock: removed empty lock path", "path", p)
+		case errors.Is(err, zk.ErrNotEmpty), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode):
+			return // in use again, or someone else cleaned it
+		default:
+			cl.c.log.Debug("zklock: cleanup skipped", "path", p, "err", err)
+			return
+		}
+	}
+}
+
+// close runs every pending cleanup now, waiting up to the cleanup timeout,
+// and refuses new ones.
+func (cl *cleaner) close() {
+	cl.mu.Lock()
+	cl.closed = true
+	paths := make([]string, 0, len(cl.pending))
+	for p, t := range cl.pending {
+		t.Stop()
+		paths = append(paths, p)
+	}
+	cl.pending = nil
+	cl.wg.Add(1)
+	cl.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer cl.wg.Done()
+		defer close(done)
+		for _, p := range paths {
+			cl.clean(p)
+		}
+	}()
+	t := time.NewTimer(cl.c.opts.cleanupTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// wait waits for cleanups under way; call after the connection is closed.
+func (cl *cleaner) wait() { cl.wg.Wait() }

@@ -148,6 +148,35 @@ func WithRequeueOnExpiry(requeue bool) Option {
 	}
 }
 
+// WithCleanupDelay sets how long after a lock path becomes empty the client
+// deletes it (default DefaultCleanupDelay; 0 disables the cleaner). Close runs
+// pending cleanups at once.
+func WithCleanupDelay(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: cleanup delay %v is negative", ErrInvalidOption, d)
+		}
+		o.cleanupDelay = d
+		return nil
+	}
+}
+
+// WithCleanupRoot lets the cleaner also delete the empty ancestors of a lock
+// path that lie strictly below root (say "/locks" for "/locks/tenant/job"),
+// and creates them as container nodes. Without it only the lock path itself
+// is removed. root itself and everything above it are never deleted.
+func WithCleanupRoot(root string) Option {
+	return func(o *options) error {
+		if root != "/" {
+			if err := validatePath(root); err != nil {
+				return fmt.Errorf("%w: cleanup root: %w", ErrInvalidOption, err)
+			}
+		}
+		o.cleanupRoot = root
+		return nil
+	}
+}
+
 // Client is a ZooKeeper session used for locks. It is safe for concurrent use.
 // Close releases every lease it holds and removes every queue node it created.
 type Client struct {
@@ -427,6 +456,7 @@ func (c *Client) Close() error {
 		if c.ownConn {
 			c.conn.Close()
 		}
+		c.cleaner.wait()
 		<-c.eventsEnd
 		c.mu.Lock()
 		c.sess.end()

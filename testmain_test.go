@@ -15,7 +15,7 @@ import (
 var cluster *zktest.Cluster
 
 func TestMain(m *testing.M) {
-	c, stop, err := zktest.StartMain(zktest.WithContainerCheck(200 * 1e6))
+	c, stop, err := zktest.StartMain()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

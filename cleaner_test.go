@@ -1,0 +1,170 @@
+package zklock_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// cleanRoot creates a fresh persistent root for a cleaner test. The shared
+// server keeps its default container check (a minute), so within a test only
+// zklock's cleaner removes anything.
+func cleanRoot(t *testing.T, obs *zk.Conn) string {
+	root := fmt.Sprintf("/zklock-clean-%d", pathSeq.Add(1))
+	_, err := obs.Create(root, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	return root
+}
+
+func TestCleanerRemovesEmptyPathsBelowRoot(t *testing.T) {
+	obs := observer(t)
+	root := cleanRoot(t, obs) + "/a"
+	c := connect(t, zklock.WithCleanupRoot(root), zklock.WithCleanupDelay(100*time.Millisecond))
+	m, err := c.NewMutex(root + "/b/c/lock1")
+	require.NoError(t, err)
+	l, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background()))
+
+	waitGone(t, obs, root+"/b")
+	ok, _, err := obs.Exists(root)
+	require.NoError(t, err)
+	require.True(t, ok, "the cleanup root itself stays")
+}
+
+func TestCleanerKeepsPathsInUse(t *testing.T) {
+	obs := observer(t)
+	root := cleanRoot(t, obs) + "/a"
+	c := connect(t, zklock.WithCleanupRoot(root), zklock.WithCleanupDelay(50*time.Millisecond))
+	_, err := obs.Create(root, nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	_, err = obs.Create(root+"/b", nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	_, err = obs.Create(root+"/b/user-data", []byte("keep"), 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+
+	sibling, err := c.NewMutex(root + "/b/sibling")
+	require.NoError(t, err)
+	held, err := sibling.Acquire(context.Background())
+	require.NoError(t, err)
+	m, err := c.NewMutex(root + "/b/c/lock1")
+	require.NoError(t, err)
+	l, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background()))
+
+	waitGone(t, obs, root+"/b/c")
+	for _, p := range []string{root + "/b", root + "/b/sibling", root + "/b/user-data"} {
+		ok, _, err := obs.Exists(p)
+		require.NoError(t, err)
+		require.True(t, ok, "%s is in use and must stay", p)
+	}
+	require.NoError(t, held.Release(context.Background()))
+	waitGone(t, obs, root+"/b/sibling")
+	ok, _, err := obs.Exists(root + "/b")
+	require.NoError(t, err)
+	require.True(t, ok, "user data keeps its parent")
+}
+
+func TestCleanerUnderContentionNeverFailsAWaiter(t *testing.T) {
+	obs := observer(t)
+	root := cleanRoot(t, obs)
+	znodes := mntr(t).ZnodeCount()
+	paths := []string{root + "/x/shared", root + "/y/one", root + "/y/two"}
+	const clients, cycles = 8, 15
+	var inside [3]atomic.Int32
+	var overlaps, acquired atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < clients; i++ {
+		c := connect(t, zklock.WithCleanupRoot(root), zklock.WithCleanupDelay(time.Millisecond))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < cycles; j++ {
+				k := (i + j) % len(paths)
+				if j%2 == 0 {
+					k = 0 // half of all cycles fight over one path
+				}
+				m, err := c.NewMutex(paths[k])
+				if !assert.NoError(t, err) {
+					return
+				}
+				l, err := m.Acquire(ctxTimeout(t, 30*time.Second))
+				if !assert.NoError(t, err, "the cleaner must never make an Acquire fail") {
+					return
+				}
+				if inside[k].Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				inside[k].Add(-1)
+				acquired.Add(1)
+				assert.NoError(t, l.Release(context.Background()))
+			}
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, overlaps.Load())
+	require.EqualValues(t, clients*cycles, acquired.Load())
+	for _, p := range []string{root + "/x", root + "/y"} {
+		waitGone(t, obs, p)
+	}
+	eventually(t, "znode count back to where it started", func() bool { return mntr(t).ZnodeCount() == znodes })
+}
+
+func TestTokenGrowsAcrossPathRecreation(t *testing.T) {
+	obs := observer(t)
+	root := cleanRoot(t, obs)
+	p := root + "/lock"
+	c := connect(t, zklock.WithCleanupDelay(10*time.Millisecond))
+	m, err := c.NewMutex(p)
+	require.NoError(t, err)
+	var last int64
+	for i := 0; i < 3; i++ {
+		l, err := m.Acquire(context.Background())
+		require.NoError(t, err)
+		require.Greater(t, l.Token(), last, "round %d", i)
+		last = l.Token()
+		require.NoError(t, l.Release(context.Background()))
+		waitGone(t, obs, p) // deleted by the cleaner, recreated by the next Acquire
+	}
+}
+
+// Lock paths are container nodes: if the process goes away before its
+// cleaner runs, the server removes them. This needs its own server with a
+// short container check interval.
+func TestContainersRemovedByServerWithoutCleaner(t *testing.T) {
+	zc := zktest.Start(t, zktest.WithContainerCheck(100*time.Millisecond))
+	ctx := ctxTimeout(t, 30*time.Second)
+	c, err := zklock.Connect(ctx, zc.Addrs(), zklock.WithCleanupDelay(0), zklock.WithSessionTimeout(testSession))
+	require.NoError(t, err)
+	m, err := c.NewMutex("/dead/process/lock")
+	require.NoError(t, err)
+	l, err := m.Acquire(ctx)
+	require.NoError(t, err)
+	_ = l // the process "dies" holding the lock: its session ends, no cleaner runs
+	require.NoError(t, c.Close())
+
+	obs, events, err := zk.Connect(zc.Addrs(), testSession, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	require.NoError(t, err)
+	defer obs.Close()
+	go func() {
+		for range events {
+		}
+	}()
+	waitGone(t, obs, "/dead/process/lock")
+	ok, _, err := obs.Exists("/dead/process")
+	require.NoError(t, err)
+	require.True(t, ok, "without a cleanup root, ancestors are persistent")
+}
