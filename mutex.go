@@ -190,8 +190,14 @@ func (l *Lease) release(ctx context.Context, reason error) error {
 		l.mu.Unlock()
 		return ErrNotHeld
 	}
+	if l.err != nil {
+		// Lost: the monitor is already removing the node in the background.
+		l.released = true
+		err := l.err
+		l.mu.Unlock()
+		return err
+	}
 	l.releasing = true
-	lost := l.err
 	l.mu.Unlock()
 
 	c := l.c
@@ -227,9 +233,6 @@ func (l *Lease) release(ctx context.Context, reason error) error {
 	c.mu.Lock()
 	delete(c.leases, l)
 	c.mu.Unlock()
-	if lost != nil {
-		return lost
-	}
 	return err
 }
 
@@ -311,8 +314,11 @@ func (l *Lease) monitor() {
 // lose ends the lease with err and removes the node if the session may still
 // hold it (when loss was only presumed), so the queue behind it moves.
 func (l *Lease) lose(err error) {
-	if !l.end(err) {
-		return
+	l.mu.Lock()
+	releasing := l.releasing || l.released
+	l.mu.Unlock()
+	if releasing || !l.end(err) {
+		return // our own Release deleted the node
 	}
 	c := l.c
 	c.log.Warn("zklock: lock lost", "node", l.q.full(), "err", err)

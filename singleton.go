@@ -1,0 +1,109 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Do acquires the lock, runs fn while holding it, releases it, and returns
+// fn's error. fn's context is cancelled the moment the lease ends (the lock
+// is lost) or ctx ends; context.Cause then tells which. If the lock was lost
+// while fn ran, the error matches ErrLockLost (and wraps fn's error, if any).
+func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	l, err := m.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	return m.c.runHolding(ctx, l, fn)
+}
+
+// runHolding runs fn under l and releases l afterwards.
+func (c *Client) runHolding(ctx context.Context, l *Lease, fn func(ctx context.Context) error) error {
+	fctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-l.Done():
+			cancel(l.Err())
+		case <-fctx.Done():
+		}
+	}()
+	ferr := fn(fctx)
+	cancel(context.Canceled)
+
+	lost := l.Err()
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.cleanupTimeout)
+	rerr := l.Release(rctx)
+	rcancel()
+	if lost != nil && errors.Is(lost, ErrLockLost) {
+		if ferr != nil {
+			return fmt.Errorf("%w (fn: %w)", lost, ferr)
+		}
+		return lost
+	}
+	if ferr != nil {
+		return ferr
+	}
+	if rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+		return rerr
+	}
+	return nil
+}
+
+// SingletonOption configures RunSingleton.
+type SingletonOption func(*singletonConfig)
+
+type singletonConfig struct {
+	onElected func(*Lease)
+	onLost    func(error)
+}
+
+// OnElected is called (on RunSingleton's goroutine) each time this process
+// takes the lock, before fn runs.
+func OnElected(fn func(*Lease)) SingletonOption {
+	return func(s *singletonConfig) { s.onElected = fn }
+}
+
+// OnLost is called each time the lock is lost while fn runs, with the cause,
+// before RunSingleton campaigns again.
+func OnLost(fn func(error)) SingletonOption {
+	return func(s *singletonConfig) { s.onLost = fn }
+}
+
+// RunSingleton makes sure at most one process runs fn for path at a time:
+// it campaigns for the lock, runs fn while it holds it, and when the lock is
+// lost it cancels fn's context, waits for fn to return, then waits for a
+// working session and campaigns again, at the back of the queue. It returns
+// when fn returns while still holding the lock (with fn's error, after
+// releasing), or when ctx ends.
+//
+// fn must stop promptly when its context is cancelled: zklock cancels it the
+// moment the lease is lost or presumed lost, before any other process could
+// be granted the lock, but it cannot stop a fn that ignores its context.
+func RunSingleton(ctx context.Context, c *Client, path string, fn func(ctx context.Context) error, opts ...SingletonOption) error {
+	var cfg singletonConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m, err := c.NewMutex(path)
+	if err != nil {
+		return err
+	}
+	for {
+		l, err := m.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		if cfg.onElected != nil {
+			cfg.onElected(l)
+		}
+		err = c.runHolding(ctx, l, fn)
+		if !errors.Is(err, ErrLockLost) || ctx.Err() != nil {
+			return err
+		}
+		c.log.Warn("zklock: singleton lost its lock; campaigning again", "path", path, "err", err)
+		if cfg.onLost != nil {
+			cfg.onLost(err)
+		}
+	}
+}
