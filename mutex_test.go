@@ -429,3 +429,60 @@ func TestErrorsWrapZooKeeperErrors(t *testing.T) {
 	require.ErrorIs(t, err, zk.ErrNoAuth)
 	require.True(t, errors.Is(err, zk.ErrNoAuth) && err.Error() != zk.ErrNoAuth.Error(), "wrapped with context: %v", err)
 }
+
+// The request budget, counted by the server: per uncontended acquisition and
+// release, 2 writes (create, delete) and 2 reads (the listing pipelined with
+// the create, and the read of the node's token that sets the holder's watch on
+// its own node), and 1 watch event (that watch, fired by the delete).
+func TestRequestCostUncontended(t *testing.T) {
+	p := lockPath(t)
+	m, err := connect(t, zklock.WithCleanupDelay(0)).NewMutex(p)
+	require.NoError(t, err)
+	l, err := m.Acquire(context.Background()) // creates the parents
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background()))
+
+	const n = 20
+	before := mntr(t)
+	for i := 0; i < n; i++ {
+		l, err := m.Acquire(context.Background())
+		require.NoError(t, err)
+		l.Token()
+		require.NoError(t, l.Release(context.Background()))
+	}
+	after := mntr(t)
+	require.EqualValues(t, 2*n, after.Int("zk_cnt_updatelatency")-before.Int("zk_cnt_updatelatency"), "writes")
+	require.EqualValues(t, 2*n, after.Int("zk_cnt_readlatency")-before.Int("zk_cnt_readlatency"), "reads")
+	require.EqualValues(t, n, zktest.WatchEventsFired(before, after), "watch events")
+}
+
+// Handing the lock down a queue of five: each hand-off costs the delete, and
+// one listing for a waiter whose predecessor was a waiter when it queued (none
+// for the first, whose predecessor was the holder). Each release fires the
+// releaser's own-node watch and the successor's watch, nothing else.
+func TestRequestCostHandOffs(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	m, err := connect(t, zklock.WithCleanupDelay(0)).NewMutex(p)
+	require.NoError(t, err)
+	holder, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	holder.Token()
+	const w = 5
+	ws := queueWaiters(t, obs, p, 1, w)
+	obs.Close()
+
+	before := mntr(t)
+	require.NoError(t, holder.Release(context.Background()))
+	for i, wp := range ws {
+		l := <-wp.got
+		l.Token()
+		close(wp.release)
+		require.NoError(t, <-wp.errc)
+		_ = i
+	}
+	after := mntr(t)
+	require.EqualValues(t, w+1, after.Int("zk_cnt_updatelatency")-before.Int("zk_cnt_updatelatency"), "writes")
+	require.EqualValues(t, w-1, after.Int("zk_cnt_readlatency")-before.Int("zk_cnt_readlatency"), "reads")
+	require.EqualValues(t, 2*w+1, zktest.WatchEventsFired(before, after), "watch events")
+}

@@ -10,7 +10,7 @@ import (
 	"github.com/zklock/zklock/zktest"
 )
 
-// servers is the ZooKeeper every test in this package shares; tests use
+// cluster is the ZooKeeper every test in this package shares; tests use
 // distinct lock paths so they do not see each other.
 var cluster *zktest.Cluster
 
@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cluster = c
+	servers = c.Addrs()
 	code := m.Run()
 	stop()
 	if code == 0 {
