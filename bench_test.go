@@ -73,7 +73,7 @@ func benchConn(b *testing.B) *zk.Conn {
 func newLocker(b *testing.B, kind, path string) locker {
 	switch kind {
 	case "zklock":
-		c := connect(b, zklock.WithSessionTimeout(30*time.Second), zklock.WithCleanupDelay(0))
+		c := connect(b, append([]zklock.Option{zklock.WithSessionTimeout(30 * time.Second), zklock.WithCleanupDelay(0)}, benchOpts...)...)
 		m, err := c.NewMutex(path)
 		if err != nil {
 			b.Fatal(err)
@@ -117,6 +117,8 @@ func splitPath(p string) []string {
 	}
 	return out
 }
+
+var benchOpts []zklock.Option
 
 var kinds = []string{"zklock", "zk.Lock", "floor"}
 

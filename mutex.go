@@ -126,7 +126,6 @@ func (c *Client) newLease(q *queueNode) *Lease {
 	c.leases[l] = struct{}{}
 	c.wg.Add(1)
 	c.mu.Unlock()
-	q.startFetch() // no-op when already started
 	go l.monitor()
 	return l
 }
@@ -143,6 +142,7 @@ func (l *Lease) Sequence() int64 { return l.q.seq }
 // trip the first time (the read runs behind Acquire); it returns 0 if the
 // node could not be read, in which case the lease is already lost.
 func (l *Lease) Token() int64 {
+	l.q.startFetch() // already under way unless the own-node watch is off
 	<-l.q.fetched
 	return l.q.czxid
 }
