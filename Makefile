@@ -1,0 +1,21 @@
+# Tests run against a real ZooKeeper started by the zktest package; `make test`
+# installs one first (see scripts/install-zookeeper.sh) so a fresh checkout
+# just works.
+
+GO ?= go
+
+.PHONY: test zk demo
+
+# -p 1: one package's test binary at a time. Each package starts its own
+# ZooKeeper JVMs and the tests rely on 1s session timeouts; running packages
+# side by side on a small (2-core) machine starves them.
+test: zk
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -p 1 -timeout 15m ./...
+
+# zk installs ZooKeeper and Java if they are missing.
+zk:
+	./scripts/install-zookeeper.sh
+
+demo:
+	@echo "TODO: demo target not written yet"

@@ -1,0 +1,29 @@
+//go:build unix
+
+package zktest
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttr puts the server in its own process group, so that signals reach
+// everything it started, and (on Linux) asks the kernel to kill it if the
+// test binary dies without running its cleanups.
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setPdeathsig(cmd.SysProcAttr)
+}
+
+func terminate(p *os.Process) error   { return signalGroup(p, syscall.SIGTERM) }
+func killProcess(p *os.Process) error { return signalGroup(p, syscall.SIGKILL) }
+
+func signalGroup(p *os.Process, sig syscall.Signal) error {
+	err := syscall.Kill(-p.Pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return p.Signal(sig)
+	}
+	return err
+}

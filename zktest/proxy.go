@@ -1,0 +1,325 @@
+package zktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Proxy is a TCP proxy on 127.0.0.1 in front of one or more ZooKeeper
+// addresses. Point one client at Proxy.Addr() to inject faults into that
+// client's connection only, without touching the servers: a stall models a
+// network partition or a long GC pause, Cut models a connection reset, Block
+// models a server that is unreachable.
+//
+// Each accepted connection is forwarded to the targets in round-robin order
+// (skipping targets that refuse), so a client that reconnects through the
+// proxy may land on another server, as with a real server list.
+type Proxy struct {
+	ln      net.Listener
+	targets []string
+	ctx     context.Context // cancelled by Close; aborts dials
+	cancel  context.CancelFunc
+
+	mu      sync.Mutex
+	stalled bool
+	resume  chan struct{} // closed when a stall ends
+	blocked bool
+	closed  bool
+	next    int
+	pairs   map[*pair]struct{}
+	wg      sync.WaitGroup
+
+	accepted atomic.Int64
+	refused  atomic.Int64
+}
+
+// pair is one proxied connection: client side and server side.
+type pair struct {
+	p              *Proxy
+	client, server net.Conn
+	done           chan struct{}
+	once           sync.Once
+}
+
+// NewProxy starts a proxy listening on 127.0.0.1:0 in front of targets; it is
+// closed by t.Cleanup.
+func NewProxy(t testing.TB, targets ...string) *Proxy {
+	t.Helper()
+	p, err := ListenProxy(targets...)
+	if err != nil {
+		t.Fatalf("zktest: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// ListenProxy is NewProxy without a testing.TB (e.g. for TestMain); the caller
+// must Close it.
+func ListenProxy(targets ...string) (*Proxy, error) {
+	if len(targets) == 0 {
+		return nil, errors.New("proxy needs at least one target")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("proxy listen: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{
+		ln:      ln,
+		targets: append([]string(nil), targets...),
+		ctx:     ctx,
+		cancel:  cancel,
+		resume:  make(chan struct{}),
+		pairs:   map[*pair]struct{}{},
+	}
+	close(p.resume)
+	p.wg.Add(1)
+	go p.acceptLoop()
+	return p, nil
+}
+
+// Addr returns the proxy's address, "127.0.0.1:port".
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Stall stops forwarding bytes in both directions on every connection while
+// keeping the connections open, like a partition or a process pause. New
+// connections are accepted (and connected to a target) but stalled too.
+//
+// Bytes are held, not dropped: after Resume everything that was sent during
+// the stall is delivered in order, including closes (a client that gave up
+// and closed during the stall is seen closing by the server only after
+// Resume). That is what a paused process or a healed partition with TCP
+// retransmission looks like. The proxy holds at most one read buffer per
+// direction per connection; beyond that TCP flow control pushes back on the
+// sender. Bytes the proxy had already read and let through when Stall was
+// called may still be delivered.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stalled {
+		p.stalled = true
+		p.resume = make(chan struct{})
+	}
+}
+
+// Resume ends a stall: held bytes are delivered in order and forwarding
+// continues.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalled {
+		p.stalled = false
+		close(p.resume)
+	}
+}
+
+// Cut closes every current connection at once, on both sides, with a TCP
+// reset (SO_LINGER 0), dropping any held bytes. New connections are still
+// accepted (unless blocked), so the client can reconnect.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	ps := make([]*pair, 0, len(p.pairs))
+	for pr := range p.pairs {
+		ps = append(ps, pr)
+	}
+	p.mu.Unlock()
+	for _, pr := range ps {
+		pr.shut(true)
+	}
+}
+
+// Block makes the proxy refuse new connections (accept, then reset at once)
+// while b is true. Existing connections are not affected; combine with Cut to
+// make a server unreachable for a client.
+func (p *Proxy) Block(b bool) {
+	p.mu.Lock()
+	p.blocked = b
+	p.mu.Unlock()
+}
+
+// ActiveConns returns the number of connections currently proxied.
+func (p *Proxy) ActiveConns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pairs)
+}
+
+// Accepted returns how many connections were accepted and forwarded.
+func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
+
+// Refused returns how many connections were refused because of Block or
+// because no target could be reached.
+func (p *Proxy) Refused() int64 { return p.refused.Load() }
+
+// Close stops listening, resets every connection and waits for the proxy's
+// goroutines to finish.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	ps := make([]*pair, 0, len(p.pairs))
+	for pr := range p.pairs {
+		ps = append(ps, pr)
+	}
+	p.mu.Unlock()
+	err := p.ln.Close()
+	p.cancel()
+	for _, pr := range ps {
+		pr.shut(true)
+	}
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			time.Sleep(10 * time.Millisecond) // e.g. EMFILE: back off
+			p.mu.Lock()
+			closed := p.closed
+			p.mu.Unlock()
+			if closed {
+				return
+			}
+			continue
+		}
+		p.mu.Lock()
+		if p.closed || p.blocked {
+			p.mu.Unlock()
+			p.refused.Add(1)
+			reset(c)
+			continue
+		}
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go p.handle(c)
+	}
+}
+
+func (p *Proxy) handle(c net.Conn) {
+	defer p.wg.Done()
+	s, err := p.dialTarget()
+	if err != nil {
+		p.refused.Add(1)
+		reset(c)
+		return
+	}
+	pr := &pair{p: p, client: c, server: s, done: make(chan struct{})}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		reset(c)
+		reset(s)
+		return
+	}
+	p.pairs[pr] = struct{}{}
+	p.wg.Add(2)
+	p.mu.Unlock()
+	p.accepted.Add(1)
+	go pr.pump(c, s)
+	go pr.pump(s, c)
+}
+
+func (p *Proxy) dialTarget() (net.Conn, error) {
+	var errs []error
+	for range p.targets {
+		p.mu.Lock()
+		t := p.targets[p.next%len(p.targets)]
+		p.next++
+		p.mu.Unlock()
+		d := net.Dialer{Timeout: 2 * time.Second}
+		c, err := d.DialContext(p.ctx, "tcp", t)
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// waitFlowing blocks while the proxy is stalled. It reports false if the
+// connection was shut meanwhile.
+func (p *Proxy) waitFlowing(done <-chan struct{}) bool {
+	p.mu.Lock()
+	ch := p.resume
+	p.mu.Unlock()
+	select {
+	case <-ch:
+		select {
+		case <-done:
+			return false
+		default:
+			return true
+		}
+	case <-done:
+		return false
+	}
+}
+
+// pump copies src to dst, holding each chunk while the proxy is stalled. A
+// read error (the peer closed) is also held, then closes the pair.
+func (pr *pair) pump(src, dst net.Conn) {
+	defer pr.p.wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !pr.p.waitFlowing(pr.done) {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				pr.shut(false)
+				return
+			}
+		}
+		if err != nil {
+			if pr.p.waitFlowing(pr.done) {
+				pr.shut(false)
+			}
+			return
+		}
+	}
+}
+
+// shut closes both sides once; with rst the peers get a TCP reset.
+func (pr *pair) shut(rst bool) {
+	pr.once.Do(func() {
+		close(pr.done)
+		if rst {
+			reset(pr.client)
+			reset(pr.server)
+		} else {
+			pr.client.Close()
+			pr.server.Close()
+		}
+		pr.p.mu.Lock()
+		delete(pr.p.pairs, pr)
+		pr.p.mu.Unlock()
+	})
+}
+
+// reset closes c with SO_LINGER 0 so the peer gets RST instead of FIN.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}
