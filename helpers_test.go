@@ -148,3 +148,16 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// holding starts most lock tests: a fresh lock path, an observer connection,
+// and a Mutex on a new client that already holds the lock.
+func holding(t testing.TB) (string, *zk.Conn, *zklock.Mutex, *zklock.Lease) {
+	t.Helper()
+	p := lockPath(t)
+	obs := observer(t)
+	m, err := connect(t).NewMutex(p)
+	require.NoError(t, err)
+	l, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	return p, obs, m, l
+}

@@ -90,12 +90,7 @@ func queueWaiters(t *testing.T, obs *zk.Conn, p string, already, n int) []*waite
 }
 
 func TestMutexServesInArrivalOrder(t *testing.T) {
-	p := lockPath(t)
-	obs := observer(t)
-	m, err := connect(t).NewMutex(p)
-	require.NoError(t, err)
-	holder, err := m.Acquire(context.Background())
-	require.NoError(t, err)
+	p, obs, _, holder := holding(t)
 
 	// Each waiter joins only once the previous one's node is in ZooKeeper, and
 	// records its number while it holds the lock.
@@ -129,12 +124,7 @@ func TestMutexServesInArrivalOrder(t *testing.T) {
 // exactly two watches (the holder's watch on its own node and the next
 // waiter's watch on it), and no watch is left on the server afterwards.
 func TestMutexReleaseWakesExactlyOneWaiter(t *testing.T) {
-	p := lockPath(t)
-	obs := observer(t)
-	m, err := connect(t).NewMutex(p)
-	require.NoError(t, err)
-	holder, err := m.Acquire(context.Background())
-	require.NoError(t, err)
+	p, obs, _, holder := holding(t)
 	holder.Token() // the own-node watch is set
 	const n = 5
 	ws := queueWaiters(t, obs, p, 1, n)
@@ -165,12 +155,7 @@ func TestMutexReleaseWakesExactlyOneWaiter(t *testing.T) {
 }
 
 func TestAcquireTimeoutRemovesNodeAndQueueMoves(t *testing.T) {
-	p := lockPath(t)
-	obs := observer(t)
-	m, err := connect(t).NewMutex(p)
-	require.NoError(t, err)
-	holder, err := m.Acquire(context.Background())
-	require.NoError(t, err)
+	p, obs, _, holder := holding(t)
 
 	timedOut := make(chan error, 1)
 	var took time.Duration
@@ -252,12 +237,7 @@ func TestTryAcquire(t *testing.T) {
 }
 
 func TestLeaseLifecycle(t *testing.T) {
-	p := lockPath(t)
-	obs := observer(t)
-	m, err := connect(t).NewMutex(p)
-	require.NoError(t, err)
-	l, err := m.Acquire(context.Background())
-	require.NoError(t, err)
+	p, obs, m, l := holding(t)
 	require.NoError(t, l.Err())
 	select {
 	case <-l.Done():
@@ -334,14 +314,9 @@ func TestInvalidPaths(t *testing.T) {
 }
 
 func TestForeignChildrenAreIgnored(t *testing.T) {
-	p := lockPath(t)
-	obs := observer(t)
-	m, err := connect(t).NewMutex(p)
-	require.NoError(t, err)
-	l, err := m.Acquire(context.Background())
-	require.NoError(t, err)
+	p, obs, m, l := holding(t)
 	require.NoError(t, l.Release(context.Background()))
-	_, err = obs.Create(p+"/config", []byte("x"), 0, zk.WorldACL(zk.PermAll))
+	_, err := obs.Create(p+"/config", []byte("x"), 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
 	_, err = obs.Create(p+"/not-a-lock-0000000001x", nil, 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
@@ -395,12 +370,7 @@ func TestInteropWithGoZookeeperLock(t *testing.T) {
 
 // kazoo's lock nodes ("<id>__lock__<seq>") count as contenders.
 func TestKazooNodesCount(t *testing.T) {
-	p := lockPath(t)
-	obs := observer(t)
-	m, err := connect(t).NewMutex(p)
-	require.NoError(t, err)
-	l, err := m.Acquire(context.Background())
-	require.NoError(t, err)
+	p, obs, m, l := holding(t)
 	require.NoError(t, l.Release(context.Background()))
 	kazoo, err := obs.Create(p+"/abc123__lock__", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)

@@ -71,12 +71,7 @@ func TestPartitionedHolderLosesLeaseBeforeAnotherAcquires(t *testing.T) {
 }
 
 func TestLeaseLostWhenNodeDeletedBySomeoneElse(t *testing.T) {
-	p := lockPath(t)
-	obs := observer(t)
-	m, err := connect(t).NewMutex(p)
-	require.NoError(t, err)
-	l, err := m.Acquire(context.Background())
-	require.NoError(t, err)
+	_, obs, _, l := holding(t)
 	l.Token() // the own-node watch is in place once the token is known
 	require.NoError(t, obs.Delete(l.Node(), -1))
 	select {
