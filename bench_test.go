@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,8 +74,12 @@ func benchConn(b *testing.B) *zk.Conn {
 // session as separate processes would be.
 func newLocker(b *testing.B, kind, path string) locker {
 	switch kind {
-	case "zklock":
-		c := connect(b, append([]zklock.Option{zklock.WithSessionTimeout(30 * time.Second), zklock.WithCleanupDelay(0)}, benchOpts...)...)
+	case "zklock", "zklock-nowatch":
+		opts := []zklock.Option{zklock.WithSessionTimeout(30 * time.Second), zklock.WithCleanupDelay(0)}
+		if kind == "zklock-nowatch" {
+			opts = append(opts, zklock.WithOwnNodeWatch(false))
+		}
+		c := connect(b, opts...)
 		m, err := c.NewMutex(path)
 		if err != nil {
 			b.Fatal(err)
@@ -118,9 +124,9 @@ func splitPath(p string) []string {
 	return out
 }
 
-var benchOpts []zklock.Option
-
-var kinds = []string{"zklock", "zk.Lock", "floor"}
+// zklock-nowatch is zklock without the holder's watch on its own node (and so
+// without the read that sets it): the bare request budget.
+var kinds = []string{"zklock", "zklock-nowatch", "zk.Lock", "floor"}
 
 // run drives workers lockers through b.N acquire/release cycles in all, with
 // a mutual exclusion check where the kind is a lock, and reports hand-offs
@@ -137,15 +143,19 @@ func run(b *testing.B, ls []locker, exclusive bool) {
 	var inside, overlaps atomic.Int32
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	waits := make([][]time.Duration, len(ls))
 	before, _ := cluster.Mntr(0)
 	b.ResetTimer()
 	start := time.Now()
-	for _, l := range ls {
+	for i, l := range ls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(b.N) {
-				if err := l.lock(); err != nil {
+				t0 := time.Now()
+				err := l.lock()
+				waits[i] = append(waits[i], time.Since(t0))
+				if err != nil {
 					b.Error(err)
 					return
 				}
@@ -168,6 +178,13 @@ func run(b *testing.B, ls []locker, exclusive bool) {
 		b.Fatalf("%d overlaps", overlaps.Load())
 	}
 	n := float64(b.N)
+	var all []time.Duration
+	for _, w := range waits {
+		all = append(all, w...)
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(n/elapsed.Seconds(), "acq/s")
 	b.ReportMetric(float64(after.Int("zk_cnt_updatelatency")-before.Int("zk_cnt_updatelatency"))/n, "writes/acq")
 	b.ReportMetric(float64(after.Int("zk_cnt_readlatency")-before.Int("zk_cnt_readlatency"))/n, "reads/acq")
@@ -186,7 +203,7 @@ func BenchmarkUncontended(b *testing.B) {
 // Workload B: W workers on one lock path.
 func BenchmarkContended(b *testing.B) {
 	for _, w := range []int{2, 8, 32} {
-		for _, kind := range kinds[:2] {
+		for _, kind := range kinds[:3] {
 			b.Run(fmt.Sprintf("W=%d/%s", w, kind), func(b *testing.B) {
 				p := fmt.Sprintf("/bench/b-%d", pathSeq.Add(1))
 				ls := make([]locker, w)
@@ -210,4 +227,59 @@ func BenchmarkManyPaths(b *testing.B) {
 			run(b, ls, kind != "floor")
 		})
 	}
+}
+
+// The cost of a waiting Acquire in the waiting process: goroutines beyond
+// the caller's own, and heap bytes, while b.N waiters queue behind a holder.
+func BenchmarkWaiterFootprint(b *testing.B) {
+	p := fmt.Sprintf("/bench/f-%d", pathSeq.Add(1))
+	c := connect(b, zklock.WithCleanupDelay(0))
+	m, err := c.NewMutex(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	holder, err := m.Acquire(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	obs := benchConn(b)
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	heap0, g0 := ms.HeapAlloc, runtime.NumGoroutine()
+
+	var wg sync.WaitGroup
+	for i := 0; i < b.N; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := m.Acquire(context.Background())
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_ = l.Release(context.Background())
+		}()
+	}
+	for {
+		children, _, err := obs.Children(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, _ := cluster.Mntr(0)
+		// Every waiter queued and settled: every node is watched (one
+		// session's watches on a path count once).
+		if len(children) == b.N+1 && m.WatchCount() >= int64(b.N+1) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(runtime.NumGoroutine()-g0-b.N)/float64(b.N), "extra-goroutines/waiter")
+	b.ReportMetric(float64(int64(ms.HeapAlloc)-int64(heap0))/float64(b.N), "heap-B/waiter")
+	if err := holder.Release(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	wg.Wait()
 }
