@@ -17,5 +17,7 @@ test: zk
 zk:
 	./scripts/install-zookeeper.sh
 
+# demo builds bin/zklock, starts a throwaway ZooKeeper and shows the lock at
+# work (installs ZooKeeper first if it is missing). A newcomer's first command.
 demo:
-	@echo "TODO: demo target not written yet"
+	@./scripts/demo.sh

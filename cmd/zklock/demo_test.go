@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDemo runs scripts/demo.sh (what 'make demo' runs) end to end: it must
+// exit 0 within a minute and fit on one screen.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts its own ZooKeeper and builds zklock; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "../../scripts/demo.sh")
+	cmd.WaitDelay = 5 * time.Second
+	began := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(began)
+	t.Logf("demo took %v:\n%s", took, out)
+	require.NoError(t, err, "demo failed")
+	require.Less(t, took, 60*time.Second)
+	text := string(out)
+	require.Contains(t, text, "Served in arrival order (1 2 3 4)")
+	require.Contains(t, text, "worker 5 got SIGTERM")
+	require.Contains(t, text, "worker 6 got the lock")
+	require.LessOrEqual(t, strings.Count(text, "\n"), 50, "the demo fits on one screen")
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock/zktest"
+)
+
+// TestExecMutualExclusion: four zklock exec run at once on one lock; their
+// commands never overlap.
+func TestExecMutualExclusion(t *testing.T) {
+	path := lockPath(t)
+	log := filepath.Join(t.TempDir(), "log")
+	script := `echo "start $0" >> "$1"; sleep 0.2; echo "end $0" >> "$1"`
+	began := time.Now()
+	var ps []*proc
+	for n := 1; n <= 4; n++ {
+		ps = append(ps, start(t, "exec", path, "--", "sh", "-c", script, strconv.Itoa(n), log))
+	}
+	for _, p := range ps {
+		require.Equal(t, 0, p.wait(t, 30*time.Second), p.errText())
+	}
+	require.GreaterOrEqual(t, time.Since(began), 800*time.Millisecond, "the four 0.2s commands ran one at a time")
+
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 8, string(b))
+	seen := map[string]bool{}
+	for i := 0; i < len(lines); i += 2 {
+		n := strings.TrimPrefix(lines[i], "start ")
+		require.NotEqual(t, lines[i], n, "line %d should be a start: %s", i, b)
+		require.Equal(t, "end "+n, lines[i+1], "start %s must be followed by its end:\n%s", n, b)
+		require.False(t, seen[n], "worker %s ran twice", n)
+		seen[n] = true
+	}
+	require.Empty(t, contendersOf(t, connect(t), path))
+}
+
+// TestExecStatusAndEnv: the command's exit status passes through, 128+N for
+// a signal; the command sees ZKLOCK_*; the lock is free when zklock exits.
+func TestExecStatusAndEnv(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+
+	code, _, _ := runZK(t, 20*time.Second, "exec", path, "--", "sh", "-c", "exit 7")
+	require.Equal(t, 7, code)
+	require.Empty(t, contendersOf(t, c, path))
+
+	code, _, _ = runZK(t, 20*time.Second, "exec", path, "--", "sh", "-c", "kill -TERM $$")
+	require.Equal(t, 128+int(syscall.SIGTERM), code)
+
+	code, out, errOut := runZK(t, 20*time.Second, "exec", path, "--", "sh", "-c", `echo "$ZKLOCK_PATH|$ZKLOCK_NODE|$ZKLOCK_TOKEN"`)
+	require.Equal(t, 0, code, errOut)
+	f := strings.Split(strings.TrimSpace(out), "|")
+	require.Len(t, f, 3, out)
+	require.Equal(t, path, f[0])
+	require.True(t, strings.HasPrefix(f[1], path+"/_c_"), f[1])
+	token, err := strconv.ParseInt(f[2], 10, 64)
+	require.NoError(t, err)
+	require.Positive(t, token)
+	require.Empty(t, contendersOf(t, c, path))
+}
+
+// TestExecTimeoutAndTry: --timeout gives up with 75 and leaves no node
+// behind; --try fails at once with 73 while the lock is held.
+func TestExecTimeoutAndTry(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	m, err := c.NewMutex(path)
+	require.NoError(t, err)
+	lease, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+
+	began := time.Now()
+	code, _, stderr := runZK(t, 20*time.Second, "exec", "--timeout", "300ms", path, "--", "true")
+	took := time.Since(began)
+	require.Equal(t, exitTimeout, code, stderr)
+	require.Contains(t, stderr, "zklock: timed out after 300ms waiting for "+path)
+	require.GreaterOrEqual(t, took, 300*time.Millisecond)
+	require.Less(t, took, 5*time.Second)
+	require.Len(t, contendersOf(t, c, path), 1, "the waiter's node is gone")
+
+	code, _, stderr = runZK(t, 20*time.Second, "exec", "--try", path, "--", "true")
+	require.Equal(t, exitLocked, code, stderr)
+	require.Contains(t, stderr, "zklock: lock is held")
+	require.Len(t, contendersOf(t, c, path), 1)
+
+	require.NoError(t, lease.Release(context.Background()))
+	code, _, stderr = runZK(t, 20*time.Second, "exec", "--try", path, "--", "true")
+	require.Equal(t, 0, code, stderr)
+}
+
+// TestExecLossStopsCommand: the holder's node is deleted behind its back; the
+// command gets SIGTERM and zklock exits 76 naming the cause.
+func TestExecLossStopsCommand(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	file := filepath.Join(t.TempDir(), "events")
+	p := start(t, "exec", "--grace", "10s", path, "--", "sh", "-c",
+		`trap "echo TERM >> $0; exit 0" TERM; echo started >> $0; while :; do sleep 0.1; done`, file)
+	cs := waitQueue(t, c, path, 1)
+	waitFile(t, file, "started")
+
+	require.NoError(t, c.Conn().Delete(cs[0].Node, -1))
+	require.Equal(t, exitLost, p.wait(t, 8*time.Second), "the command stopped on SIGTERM, well within the grace")
+	waitFile(t, file, "TERM")
+	stderr := p.errText()
+	require.Contains(t, stderr, "zklock: lost the lock on "+path+" while the command ran: node "+cs[0].Node+" was deleted by someone else")
+	require.NotContains(t, stderr, "killed it")
+}
+
+// TestExecLossKillsStubbornCommand: a command that ignores SIGTERM is killed
+// after --grace; the lock is broken with 'zklock break'.
+func TestExecLossKillsStubbornCommand(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	file := filepath.Join(t.TempDir(), "pid")
+	p := start(t, "exec", "--grace", "500ms", path, "--", "sh", "-c",
+		`trap "" TERM; echo $$ > $0; while :; do sleep 0.1; done`, file)
+	waitQueue(t, c, path, 1)
+	waitFile(t, file, "\n")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+
+	code, stdout, stderr := runZK(t, 20*time.Second, "break", "--yes", path)
+	broke := time.Now()
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "broke the lock on "+path)
+
+	require.Equal(t, exitLost, p.wait(t, 10*time.Second))
+	took := time.Since(broke)
+	require.GreaterOrEqual(t, took, 400*time.Millisecond, "SIGKILL waited for the grace period; stderr: %s", p.errText()) // break's own exit takes a moment
+	require.Less(t, took, 5*time.Second)
+	require.Contains(t, p.errText(), "was deleted by someone else")
+	require.Contains(t, p.errText(), "zklock: the command ignored SIGTERM for 500ms; killed it")
+	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the command is dead and reaped")
+}
+
+// TestExecForwardsSignals: a signal to zklock reaches the running command and
+// the lock is released after it exits; while waiting, a signal makes zklock
+// leave the queue.
+func TestExecForwardsSignals(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	file := filepath.Join(t.TempDir(), "events")
+	p := start(t, "exec", path, "--", "sh", "-c",
+		`trap "echo TERM >> $0; exit 3" TERM; echo started >> $0; while :; do sleep 0.1; done`, file)
+	waitQueue(t, c, path, 1)
+	waitFile(t, file, "started")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 3, p.wait(t, 10*time.Second), p.errText())
+	waitFile(t, file, "TERM")
+	require.Empty(t, contendersOf(t, c, path))
+
+	m, err := c.NewMutex(path)
+	require.NoError(t, err)
+	lease, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	defer lease.Release(context.Background())
+	w := start(t, "exec", path, "--", "true")
+	waitQueue(t, c, path, 2)
+	require.NoError(t, w.cmd.Process.Signal(syscall.SIGINT))
+	require.Equal(t, 128+int(syscall.SIGINT), w.wait(t, 10*time.Second))
+	require.Contains(t, w.errText(), fmt.Sprintf("zklock: stopped by SIGINT while waiting for %s", path))
+	require.Len(t, contendersOf(t, c, path), 1, "the waiter left the queue")
+}
+
+// TestExecSessionCut: the holder's connection stalls (a partition); zklock
+// presumes the lock lost before the session can expire, stops the command and
+// exits 76, and the next in line gets the lock once the server expires the
+// session.
+func TestExecSessionCut(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	file := filepath.Join(t.TempDir(), "events")
+	p := start(t, "exec", "--servers", proxy.Addr(), "--session-timeout", "1s", "--grace", "5s", path, "--", "sh", "-c",
+		`trap "echo TERM >> $0; exit 0" TERM; echo started >> $0; while :; do sleep 0.1; done`, file)
+	waitQueue(t, c, path, 1)
+	waitFile(t, file, "started")
+	next := start(t, "exec", path, "--", "sh", "-c", `echo next >> $0`, file)
+	waitQueue(t, c, path, 2)
+
+	proxy.Stall()
+	require.Equal(t, exitLost, p.wait(t, 10*time.Second), p.errText())
+	require.Contains(t, p.errText(), "zklock: lost the lock on "+path+" while the command ran")
+	require.Equal(t, 0, next.wait(t, 10*time.Second), next.errText())
+	waitFile(t, file, "TERM")
+	waitFile(t, file, "next")
+}

@@ -1,0 +1,267 @@
+// Command zklock runs commands under a fair distributed lock kept in
+// ZooKeeper, shows who holds a lock and who waits for it, and starts a
+// throwaway ZooKeeper for trying it out. Run "zklock help" for usage.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/zklock/zklock"
+)
+
+// Exit codes shared by the subcommands (sysexits.h numbers where one fits).
+// exec also passes its command's own exit status through.
+const (
+	exitOK          = 0
+	exitFailure     = 1  // status, break, server: the operation failed
+	exitUsage       = 2  // bad flags or arguments (as the flag package does)
+	exitUnavailable = 69 // ZooKeeper could not be reached
+	exitSoftware    = 70 // exec: zklock failed for another reason
+	exitLocked      = 73 // exec --try: the lock is taken
+	exitTimeout     = 75 // exec --timeout expired
+	exitLost        = 76 // exec: the lock was lost while the command ran
+	exitCannotRun   = 126
+	exitNotFound    = 127
+)
+
+// envServers names the environment variable holding the default servers.
+const envServers = "ZKLOCK_SERVERS"
+
+const defaultServers = "127.0.0.1:2181"
+
+type command struct {
+	name    string
+	summary string
+	usage   string // help text; help appends the flags
+	run     func(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int
+	flags   func(fs *flag.FlagSet) // declares the flags (so help can list them)
+	// parse splits args into flags (set on fs) and positional arguments;
+	// parseInterleaved when nil.
+	parse func(fs *flag.FlagSet, args []string) ([]string, error)
+}
+
+var commands = []*command{execCmd, statusCmd, breakCmd, serverCmd}
+
+const mainUsage = `zklock runs commands under a fair distributed lock kept in ZooKeeper.
+
+Usage:
+
+	zklock <command> [flags] [arguments]
+
+Commands:
+
+%s
+Run "zklock help <command>" or "zklock <command> -h" for more about a command.
+
+ZooKeeper servers are taken from --servers, else $ZKLOCK_SERVERS, else
+127.0.0.1:2181. "zklock server" starts a throwaway one for trying zklock.
+
+Exit status: 0 on success, 2 for a usage error, 69 when ZooKeeper cannot be
+reached; each command documents the rest ("zklock help exec").
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, topUsage())
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, topUsage())
+		return exitOK
+	case "help":
+		if len(args) < 2 {
+			fmt.Fprint(stdout, topUsage())
+			return exitOK
+		}
+		c := lookup(args[1])
+		if c == nil {
+			return fail(stderr, exitUsage, "unknown help topic %q; run 'zklock help' for the list of commands", args[1])
+		}
+		fmt.Fprint(stdout, c.help())
+		return exitOK
+	}
+	c := lookup(name)
+	if c == nil {
+		return fail(stderr, exitUsage, "unknown command %q; run 'zklock help' for the list of commands", name)
+	}
+	fs := c.flagSet()
+	parse := c.parse
+	if parse == nil {
+		parse = parseInterleaved
+	}
+	pos, err := parse(fs, args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, c.help())
+		return exitOK
+	case err != nil:
+		return usageError(stderr, c.name, "%v", err)
+	}
+	return c.run(fs, pos, stdout, stderr)
+}
+
+// parseInterleaved parses flags anywhere among the positional arguments
+// ("zklock status /locks/a --json"), up to a "--" after which everything is
+// positional. It returns the positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func topUsage() string {
+	var b strings.Builder
+	for _, c := range commands {
+		fmt.Fprintf(&b, "\t%-8s %s\n", c.name, c.summary)
+	}
+	return fmt.Sprintf(mainUsage, b.String())
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// flagSet returns a fresh FlagSet with the command's flags. Errors and help
+// are reported by run, not by the flag package.
+func (c *command) flagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("zklock "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.flags(fs)
+	return fs
+}
+
+// help renders the command's usage with its flags.
+func (c *command) help() string {
+	fs := c.flagSet()
+	var b bytes.Buffer
+	b.WriteString(c.usage)
+	b.WriteString("\nFlags:\n")
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	return b.String()
+}
+
+// fail prints "zklock: <msg>" to stderr and returns code. By convention msg
+// says what went wrong, then after a semicolon what to do about it.
+func fail(stderr io.Writer, code int, format string, args ...any) int {
+	fmt.Fprintf(stderr, "zklock: %s\n", fmt.Sprintf(format, args...))
+	return code
+}
+
+func usageError(stderr io.Writer, name string, format string, args ...any) int {
+	return fail(stderr, exitUsage, "%s; run 'zklock help %s' for usage", fmt.Sprintf(format, args...), name)
+}
+
+// cause renders a library error without its leading "zklock: ", so that it
+// reads well inside our own "zklock: ..." messages.
+func cause(err error) string {
+	return strings.TrimPrefix(err.Error(), "zklock: ")
+}
+
+// connFlags are the flags of every command that talks to ZooKeeper.
+type connFlags struct {
+	servers        string
+	connectTimeout time.Duration
+}
+
+func addConnFlags(fs *flag.FlagSet) {
+	def := os.Getenv(envServers)
+	if def == "" {
+		def = defaultServers
+	}
+	fs.String("servers", def, "ZooKeeper servers, a comma-separated `host:port` list; $"+envServers+" sets the default")
+	fs.Duration("connect-timeout", 15*time.Second, "give up if no ZooKeeper session is established within this `duration`")
+}
+
+func connFlagsOf(fs *flag.FlagSet) *connFlags {
+	return &connFlags{
+		servers:        flagValue[string](fs, "servers"),
+		connectTimeout: flagValue[time.Duration](fs, "connect-timeout"),
+	}
+}
+
+// flagValue returns the value of a flag the command declared.
+func flagValue[T any](fs *flag.FlagSet, name string) T {
+	return fs.Lookup(name).Value.(flag.Getter).Get().(T)
+}
+
+func (cf *connFlags) list() []string {
+	var out []string
+	for _, s := range strings.Split(cf.servers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// check validates the flags; it returns a usage message or "".
+func (cf *connFlags) check() string {
+	if len(cf.list()) == 0 {
+		return "--servers is empty"
+	}
+	if cf.connectTimeout <= 0 {
+		return "--connect-timeout must be positive"
+	}
+	return ""
+}
+
+// connect opens a session, bounded by ctx and --connect-timeout.
+func (cf *connFlags) connect(ctx context.Context, opts ...zklock.Option) (*zklock.Client, error) {
+	cctx, cancel := context.WithTimeout(ctx, cf.connectTimeout)
+	defer cancel()
+	return zklock.Connect(cctx, cf.list(), opts...)
+}
+
+// unreachable is the message for a failed connect.
+func (cf *connFlags) unreachable(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("cannot reach ZooKeeper at %s within %v; check --servers or $%s, and that ZooKeeper runs ('zklock server' starts one for trying)",
+			cf.servers, cf.connectTimeout, envServers)
+	}
+	return fmt.Sprintf("cannot connect to ZooKeeper at %s: %s; check --servers or $%s", cf.servers, cause(err), envServers)
+}
+
+// checkPath validates a lock path without any I/O. zklock exports no path
+// check of its own; NewMutex does only this check and never touches the
+// client, so a nil one is enough.
+func checkPath(p string) error {
+	_, err := (*zklock.Client)(nil).NewMutex(p)
+	return err
+}
+
+// badPath is the usage message for an invalid lock path.
+func badPath(err error) string {
+	return cause(err) + " (lock paths look like /locks/backup)"
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/zklock/zklock/zktest"
+)
+
+var serverCmd = &command{
+	name:    "server",
+	summary: "start a throwaway local ZooKeeper for trying zklock",
+	usage: `Usage: zklock server [flags]
+
+Server starts a standalone ZooKeeper on 127.0.0.1 for trying zklock, prints
+its address as a first line of the form
+
+	ZKLOCK_SERVERS=127.0.0.1:PORT
+
+and serves until it receives SIGINT (Ctrl-C) or SIGTERM, then stops the
+server and deletes its data. It is not for production: the data lives in a
+temporary directory, and the server is tuned for quick tests (tickTime 100ms).
+
+It needs a local ZooKeeper install: $ZOOKEEPER_HOME (the Apache tarball) or
+the Debian/Ubuntu zookeeper package, and Java; scripts/install-zookeeper.sh
+in zklock's repository installs both.
+
+Exit status: 0 after a clean stop, 1 if ZooKeeper could not start or died,
+2 for a usage error.
+`,
+	flags: func(fs *flag.FlagSet) {
+		fs.Int("port", 0, "client `port` to listen on; not supported yet: a free port is always chosen (see the printed address)")
+	},
+	run: runServer,
+}
+
+func runServer(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
+	if len(pos) > 0 {
+		return usageError(stderr, "server", "server takes no arguments")
+	}
+	port := flagValue[int](fs, "port")
+	if port < 0 || port > 65535 {
+		return usageError(stderr, "server", "--port %d is not a port number", port)
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	// Always start our own: zktest would otherwise use the servers named in
+	// its test variable.
+	os.Unsetenv(zktest.EnvServers)
+	cluster, stop, err := zktest.StartMain()
+	if err != nil {
+		return fail(stderr, exitFailure, "cannot start ZooKeeper: %v", err)
+	}
+	defer stop()
+	srv := cluster.Servers()[0]
+	addr := srv.Addr()
+	fmt.Fprintf(stdout, "%s=%s\n", envServers, addr)
+	if port != 0 {
+		fmt.Fprintf(stderr, "zklock: --port is not supported yet (the test harness picks a free port); serving on %s instead\n", addr)
+	}
+	fmt.Fprintf(stdout, `ZooKeeper is serving on %s (throwaway: its data is deleted when it stops).
+Try it in another shell:
+	export %s=%s
+	zklock exec /demo/lock -- sh -c 'echo "holding the lock, token $ZKLOCK_TOKEN"; sleep 10'
+	zklock status /demo/lock
+Press Ctrl-C to stop.
+`, addr, envServers, addr)
+
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(stdout, "got %s: stopping ZooKeeper\n", forwarded[sig])
+			if err := srv.Stop(); err != nil {
+				return fail(stderr, exitFailure, "stopping ZooKeeper: %v", err)
+			}
+			return exitOK
+		case <-tick.C:
+			if !srv.Running() {
+				return fail(stderr, exitFailure, "ZooKeeper on %s exited unexpectedly; start it again with 'zklock server'", addr)
+			}
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock"
+)
+
+var statusCmd = &command{
+	name:    "status",
+	summary: "show who holds a lock and who waits for it",
+	usage: `Usage: zklock status [flags] <lock path>
+
+Status lists everyone queued on the lock at <lock path>, holder first, in the
+order they will get it:
+
+	POS     place in the queue; 0 holds the lock
+	ROLE    HOLDER or waiting
+	NODE    the lock node (--json gives its full path)
+	TOKEN   the node's fencing token (ZKLOCK_TOKEN of 'zklock exec')
+	HOST    host and PID of the process that queued
+	PID
+	OWNER   who in that process: the owner name ('zklock exec': the
+	        command's name) or the goroutine
+	QUEUED  how long ago it joined the queue
+
+Nodes of other libraries sharing the path (Curator, go-zookeeper, kazoo) are
+listed with their raw data. --json prints a JSON array with one object per
+contender, holder first, with the fields position, holder, node, sequence,
+token, host, pid, client, goroutine, owner, since (RFC 3339, null for foreign
+nodes) and data (the raw node data, null for zklock's own records).
+
+Exit status: 0 (also when nobody holds the lock), 1 if ZooKeeper refused the
+request, 2 for a usage error, 69 if ZooKeeper could not be reached.
+`,
+	flags: func(fs *flag.FlagSet) {
+		addConnFlags(fs)
+		fs.Bool("json", false, "print JSON instead of a table")
+	},
+	run: runStatus,
+}
+
+var breakCmd = &command{
+	name:    "break",
+	summary: "delete the lock node of a lock's holder (for operators)",
+	usage: `Usage: zklock break --yes [flags] <lock path>
+
+Break is for operators facing a holder that is stuck: it deletes the current
+holder's node of the lock at <lock path>, so the next in line gets the lock at
+once. The holder's zklock hears of it straight away: 'zklock exec' stops its
+command (SIGTERM, then SIGKILL after its --grace) and exits 76. But the old
+holder may still be finishing while the new one starts, and a holder that is
+not zklock may not notice at all: only fencing tokens (ZKLOCK_TOKEN) keep such
+a holder from doing harm. Check with 'zklock status' first; --yes confirms.
+
+Exit status: 0 when the holder's node was deleted or nobody held the lock,
+1 if the holder changed meanwhile or ZooKeeper refused the delete, 2 for a
+usage error (including a missing --yes), 69 if ZooKeeper could not be reached.
+`,
+	flags: func(fs *flag.FlagSet) {
+		addConnFlags(fs)
+		fs.Bool("yes", false, "confirm: delete the holder's node")
+	},
+	run: runBreak,
+}
+
+// contenders connects and lists the queue of the path in pos[0]. It returns a
+// nil client and an exit code after reporting a failure.
+func contenders(name string, fs *flag.FlagSet, pos []string, stderr io.Writer) (*zklock.Client, []zklock.Contender, int) {
+	cf := connFlagsOf(fs)
+	switch {
+	case len(pos) == 0:
+		return nil, nil, usageError(stderr, name, "missing the lock path")
+	case len(pos) > 1:
+		return nil, nil, usageError(stderr, name, "too many arguments: %s", strings.Join(pos[1:], " "))
+	case cf.check() != "":
+		return nil, nil, usageError(stderr, name, "%s", cf.check())
+	}
+	if err := checkPath(pos[0]); err != nil {
+		return nil, nil, usageError(stderr, name, "%s", badPath(err))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cf.connectTimeout)
+	defer cancel()
+	client, err := cf.connect(ctx)
+	if err != nil {
+		return nil, nil, fail(stderr, exitUnavailable, "%s", cf.unreachable(err))
+	}
+	cs, err := client.Contenders(ctx, pos[0])
+	if err != nil {
+		closeClient(client)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, fail(stderr, exitUnavailable, "no answer from ZooKeeper at %s within %v; check that it is healthy", cf.servers, cf.connectTimeout)
+		}
+		return nil, nil, fail(stderr, exitFailure, "cannot list %s: %s", pos[0], cause(err))
+	}
+	return client, cs, exitOK
+}
+
+func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
+	client, cs, code := contenders("status", fs, pos, stderr)
+	if client == nil {
+		return code
+	}
+	closeClient(client)
+	now := time.Now()
+	if flagValue[bool](fs, "json") {
+		return printJSON(stdout, stderr, cs)
+	}
+	if len(cs) == 0 {
+		fmt.Fprintf(stdout, "nobody holds or waits for %s\n", pos[0])
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POS\tROLE\tNODE\tTOKEN\tHOST\tPID\tOWNER\tQUEUED")
+	for i, c := range cs {
+		role := "waiting"
+		if c.Holder {
+			role = "HOLDER"
+		}
+		host, pid, owner, queued := "-", "-", "-", "-"
+		if isRecord(c) {
+			host, pid, owner = c.Owner.Host, strconv.Itoa(c.Owner.PID), ownerName(c.Owner)
+			queued = ago(now, c.Owner.Since)
+		} else {
+			owner = "data " + strconv.Quote(truncate(string(c.Data), 24))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", i, role, shortNode(c.Node), c.Token, host, pid, truncate(owner, 32), queued)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// contenderJSON is one element of 'status --json'. Every field is always
+// present, so scripts can rely on the shape.
+type contenderJSON struct {
+	Position  int        `json:"position"`
+	Holder    bool       `json:"holder"`
+	Node      string     `json:"node"`
+	Sequence  int64      `json:"sequence"`
+	Token     int64      `json:"token"`
+	Host      string     `json:"host"`
+	PID       int        `json:"pid"`
+	Client    string     `json:"client"`
+	Goroutine int64      `json:"goroutine"`
+	Owner     string     `json:"owner"`
+	Since     *time.Time `json:"since"`
+	Data      *string    `json:"data"`
+}
+
+// printJSON writes one contender per line, so that line tools work too.
+func printJSON(stdout, stderr io.Writer, cs []zklock.Contender) int {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, c := range cs {
+		j := contenderJSON{
+			Position: i, Holder: c.Holder, Node: c.Node, Sequence: c.Sequence, Token: c.Token,
+			Host: c.Owner.Host, PID: c.Owner.PID, Client: c.Owner.Client, Goroutine: c.Owner.Goroutine, Owner: c.Owner.Owner,
+		}
+		if isRecord(c) {
+			since := c.Owner.Since
+			j.Since = &since
+		} else {
+			data := string(c.Data)
+			j.Data = &data
+		}
+		line, err := json.Marshal(j)
+		if err != nil {
+			return fail(stderr, exitFailure, "encoding JSON: %v", err)
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+		b.Write(line)
+	}
+	if len(cs) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString("]\n")
+	_, _ = io.WriteString(stdout, b.String())
+	return exitOK
+}
+
+// isRecord reports whether the node carries zklock's owner record.
+func isRecord(c zklock.Contender) bool { return c.Owner.Client != "" }
+
+func ownerName(o zklock.Owner) string {
+	switch {
+	case o.Owner != "":
+		return o.Owner
+	case o.Goroutine != 0:
+		return "goroutine " + strconv.FormatInt(o.Goroutine, 10)
+	}
+	return "-"
+}
+
+// shortNode drops the lock path and, for the protected names of zklock,
+// Curator and go-zookeeper ("_c_<guid>-lock-<seq>"), the GUID.
+func shortNode(node string) string {
+	name := node[strings.LastIndexByte(node, '/')+1:]
+	if i := strings.LastIndex(name, "-lock-"); strings.HasPrefix(name, "_c_") && i > 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "0s" // clocks of different hosts disagree
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func runBreak(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
+	client, cs, code := contenders("break", fs, pos, stderr)
+	if client == nil {
+		return code
+	}
+	defer closeClient(client)
+	path := pos[0]
+	if len(cs) == 0 {
+		fmt.Fprintf(stdout, "nobody holds %s; nothing to break\n", path)
+		return exitOK
+	}
+	h := cs[0]
+	who := describe(h)
+	if !flagValue[bool](fs, "yes") {
+		return fail(stderr, exitUsage, "break deletes the node of the holder of %s (%s), which may still be running; add --yes to confirm", path, who)
+	}
+	err := client.Conn().Delete(h.Node, -1)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return fail(stderr, exitFailure, "the holder of %s (%s) let go before it could be broken; nothing was deleted, see who holds it now with 'zklock status %s'", path, who, path)
+	case err != nil:
+		return fail(stderr, exitFailure, "cannot delete %s: %v; check the ACL of the lock nodes", h.Node, err)
+	}
+	fmt.Fprintf(stdout, "broke the lock on %s: deleted the holder's node %s (%s)\n", path, shortNode(h.Node), who)
+	return exitOK
+}
+
+func describe(c zklock.Contender) string {
+	if !isRecord(c) {
+		return fmt.Sprintf("node %s, not zklock's, data %q", shortNode(c.Node), truncate(string(c.Data), 40))
+	}
+	return fmt.Sprintf("host %s, pid %d, %s, queued %s ago", c.Owner.Host, c.Owner.PID, ownerName(c.Owner), ago(time.Now(), c.Owner.Since))
+}

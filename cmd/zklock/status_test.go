@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock/zktest"
+)
+
+// TestStatusQueue: one holder and two waiters, as a table and as JSON.
+func TestStatusQueue(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	holder := start(t, "exec", path, "--", "sleep", "30")
+	waitQueue(t, c, path, 1)
+	w1 := start(t, "exec", "--owner", "first waiter", path, "--", "true")
+	waitQueue(t, c, path, 2)
+	w2 := start(t, "exec", path, "--", "true")
+	waitQueue(t, c, path, 3)
+	pids := []int{holder.cmd.Process.Pid, w1.cmd.Process.Pid, w2.cmd.Process.Pid}
+
+	code, out, stderr := runZK(t, 20*time.Second, "status", path)
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 4, out)
+	require.Equal(t, []string{"POS", "ROLE", "NODE", "TOKEN", "HOST", "PID", "OWNER", "QUEUED"}, strings.Fields(lines[0]))
+	host, _ := os.Hostname()
+	for i, l := range lines[1:] {
+		f := strings.Fields(l)
+		require.Equal(t, strconv.Itoa(i), f[0], l)
+		role := "waiting"
+		if i == 0 {
+			role = "HOLDER"
+		}
+		require.Equal(t, role, f[1], l)
+		require.Equal(t, "lock-"+strings.Repeat("0", 9)+strconv.Itoa(i), f[2], l)
+		require.Equal(t, host, f[4], l)
+		require.Equal(t, strconv.Itoa(pids[i]), f[5], l)
+	}
+	require.Contains(t, lines[1], "sleep")
+	require.Contains(t, lines[2], "first waiter")
+
+	code, out, stderr = runZK(t, 20*time.Second, "status", "--json", path)
+	require.Equal(t, 0, code, stderr)
+	var got []contenderJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got, 3)
+	for i, g := range got {
+		require.Equal(t, i, g.Position)
+		require.Equal(t, i == 0, g.Holder)
+		require.Equal(t, pids[i], g.PID)
+		require.Equal(t, host, g.Host)
+		require.True(t, strings.HasPrefix(g.Node, path+"/_c_"), g.Node)
+		require.Equal(t, int64(i), g.Sequence)
+		require.NotEmpty(t, g.Client)
+		require.NotNil(t, g.Since)
+		require.Nil(t, g.Data)
+		if i > 0 {
+			require.Greater(t, g.Token, got[i-1].Token)
+		}
+	}
+	require.Equal(t, []string{"sleep", "first waiter", "true"}, []string{got[0].Owner, got[1].Owner, got[2].Owner})
+	// The raw JSON has every field, even empty ones.
+	line := strings.Split(out, "\n")[1]
+	for _, k := range []string{"position", "holder", "node", "sequence", "token", "host", "pid", "client", "goroutine", "owner", "since", "data"} {
+		require.Contains(t, line, `"`+k+`":`)
+	}
+
+	// The holder's sleep dies of the forwarded SIGTERM; the waiters then run.
+	require.NoError(t, holder.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 128+int(syscall.SIGTERM), holder.wait(t, 10*time.Second))
+	require.Equal(t, 0, w1.wait(t, 10*time.Second))
+	require.Equal(t, 0, w2.wait(t, 10*time.Second))
+}
+
+// TestStatusForeignNodes: nodes of other libraries are listed with their raw
+// data; an empty or missing path has nobody.
+func TestStatusForeignNodes(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	code, out, _ := runZK(t, 20*time.Second, "status", path)
+	require.Equal(t, 0, code)
+	require.Equal(t, "nobody holds or waits for "+path+"\n", out)
+	code, out, _ = runZK(t, 20*time.Second, "status", "--json", path)
+	require.Equal(t, 0, code)
+	require.Equal(t, "[]\n", out)
+
+	conn := c.Conn()
+	parts := strings.Split(path, "/")
+	for i := 1; i < len(parts); i++ {
+		_, err := conn.Create(strings.Join(parts[:i+1], "/"), nil, 0, zk.WorldACL(zk.PermAll))
+		if err != zk.ErrNodeExists {
+			require.NoError(t, err)
+		}
+	}
+	// Curator writes the client's IP address; kazoo its identifier.
+	_, err := conn.Create(path+"/_c_0123456789abcdef0123456789abcdef-lock-", []byte("10.0.0.7"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	_, err = conn.Create(path+"/kazoo-id__lock__", []byte("worker-7"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+
+	code, out, stderr := runZK(t, 20*time.Second, "status", path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, `data "10.0.0.7"`)
+	require.Contains(t, out, "kazoo-id__lock__0000000001")
+	require.Contains(t, out, `data "worker-7"`)
+
+	code, out, stderr = runZK(t, 20*time.Second, "status", "--json", path)
+	require.Equal(t, 0, code, stderr)
+	var got []contenderJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Len(t, got, 2)
+	require.True(t, got[0].Holder)
+	require.NotNil(t, got[0].Data)
+	require.Equal(t, "10.0.0.7", *got[0].Data)
+	require.Equal(t, "worker-7", *got[1].Data)
+	require.Nil(t, got[0].Since)
+
+	// break deletes a foreign holder too, but only with --yes.
+	code, _, stderr = runZK(t, 20*time.Second, "break", path)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "add --yes to confirm")
+	require.Len(t, contendersOf(t, c, path), 2)
+	code, out, stderr = runZK(t, 20*time.Second, "break", "--yes", path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "deleted the holder's node lock-0000000000")
+	cs := contendersOf(t, c, path)
+	require.Len(t, cs, 1)
+	require.True(t, strings.HasSuffix(cs[0].Node, "kazoo-id__lock__0000000001"))
+}
+
+func TestBreakNobody(t *testing.T) {
+	path := lockPath(t)
+	code, out, stderr := runZK(t, 20*time.Second, "break", "--yes", path)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "nobody holds "+path+"; nothing to break\n", out)
+}
+
+// TestServer starts 'zklock server', uses it, and stops it with SIGINT.
+func TestServer(t *testing.T) {
+	p := start(t, "server", "--port", "2181")
+	var addr string
+	eventually(t, "the server's address", func() bool {
+		f, err := os.Open(p.stdout)
+		require.NoError(t, err)
+		defer f.Close()
+		first, _ := bufio.NewReader(f).ReadString('\n')
+		addr = strings.TrimSpace(strings.TrimPrefix(first, envServers+"="))
+		select {
+		case <-p.done:
+			t.Fatalf("zklock server exited %d: %s", p.code, p.errText())
+		default:
+		}
+		return strings.HasSuffix(first, "\n")
+	})
+	require.True(t, strings.HasPrefix(addr, "127.0.0.1:"), addr)
+	require.Contains(t, p.errText(), "--port is not supported yet")
+
+	cmd := exec.Command(bin, "exec", "--servers", addr, "/try/it", "--", "true")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = zktest.FourLetter(ctx, addr, "ruok")
+	require.NoError(t, err)
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	require.Equal(t, 0, p.wait(t, 20*time.Second), p.errText())
+	require.Contains(t, p.outText(), "stopping ZooKeeper")
+	_, err = zktest.FourLetter(ctx, addr, "ruok")
+	require.Error(t, err, "the server is gone")
+}

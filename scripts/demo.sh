@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# zklock in half a minute: builds bin/zklock, starts a throwaway ZooKeeper,
+# queues four workers on one lock and shows them served in arrival order, then
+# breaks a holder's lock and shows its command stopped and the next worker
+# taking over. Everything it starts is stopped on exit. Run: make demo
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LOCK=/demo/lock
+ZK=bin/zklock
+tmp=$(mktemp -d)
+server_pid=
+declare -a pid # pid[N]: the zklock exec of worker N
+
+die() {
+	echo "demo: $*" >&2
+	exit 1
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	for p in "${pid[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true # zklock passes it on to the worker
+	done
+	if [ -n "$server_pid" ]; then
+		kill -TERM "$server_pid" 2>/dev/null || true
+	fi
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+	if [ "$rc" != 0 ]; then
+		echo "demo: failed (exit $rc)" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# until WHAT CMD...: polls CMD every 50ms, for at most 20s.
+until_ok() {
+	local what=$1 i
+	shift
+	for ((i = 0; i < 400; i++)); do
+		if "$@"; then return 0; fi
+		sleep 0.05
+	done
+	die "timed out waiting for $what"
+}
+
+# queue: the pids of the contenders for $LOCK, holder first, one per line.
+queue() { "$ZK" status --json "$LOCK" | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
+queued() { queue | grep -qx "$1"; }
+holds() { [ "$(queue | head -n 1)" = "$1" ]; }
+has_lines() { [ -f "$1" ] && [ "$(wc -l <"$1")" -ge "$2" ]; }
+
+# worker N [zklock exec flags...] -- SCRIPT: starts worker N in the background
+# and returns once it is seen in the lock's queue.
+worker() {
+	local n=$1
+	shift
+	"$ZK" exec --owner "worker $n" "$@" >"$tmp/w$n.out" 2>&1 &
+	pid[n]=$!
+	until_ok "worker $n to queue" queued "${pid[n]}"
+}
+
+# show_queue: the queue as worker numbers, holder in brackets.
+show_queue() {
+	local p n out=""
+	for p in $(queue); do
+		for n in "${!pid[@]}"; do
+			if [ "${pid[n]}" = "$p" ]; then
+				if [ -z "$out" ]; then out="[$n]"; else out="$out $n"; fi
+			fi
+		done
+	done
+	echo "${out:-(empty)}"
+}
+
+echo "== zklock demo: a fair lock on $LOCK, kept in a throwaway ZooKeeper"
+if [ -x scripts/install-zookeeper.sh ]; then
+	out=$(scripts/install-zookeeper.sh 2>&1) || {
+		echo "$out" >&2
+		die "installing ZooKeeper failed"
+	}
+	echo "${out##*$'\n'}"
+fi
+go build -o "$ZK" ./cmd/zklock
+echo "built $ZK"
+"$ZK" server >"$tmp/server.out" 2>&1 &
+server_pid=$!
+server_up() {
+	kill -0 "$server_pid" 2>/dev/null || {
+		cat "$tmp/server.out" >&2
+		die "zklock server exited"
+	}
+	grep -q '^ZKLOCK_SERVERS=' "$tmp/server.out"
+}
+until_ok "zklock server" server_up
+ZKLOCK_SERVERS=$(sed -n 's/^ZKLOCK_SERVERS=//p' "$tmp/server.out")
+export ZKLOCK_SERVERS
+echo "started: $ZK server  ->  ZKLOCK_SERVERS=$ZKLOCK_SERVERS"
+
+echo
+echo "== 1. Four workers queue, each started once the previous one is seen waiting:"
+echo "   $ZK exec --owner \"worker N\" $LOCK -- sh -c 'echo \"worker N got the lock (token \$ZKLOCK_TOKEN)\"; sleep 1'"
+for n in 1 2 3 4; do
+	worker "$n" "$LOCK" -- sh -c "echo \"worker $n got the lock (token \$ZKLOCK_TOKEN)\" | tee -a $tmp/served; sleep 1"
+done
+echo "\$ zklock status $LOCK"
+"$ZK" status "$LOCK" | sed 's/^/  /'
+echo "The queue moves (holder in brackets):"
+for n in 1 2 3 4; do
+	until_ok "worker $n to hold the lock" holds "${pid[n]}"
+	q=$(show_queue)
+	until_ok "worker $n's output" has_lines "$tmp/served" "$n"
+	printf '  %-14s %s\n' "$q" "$(sed -n "${n}p" "$tmp/served")"
+done
+for n in 1 2 3 4; do
+	wait "${pid[n]}" || die "worker $n exited with $?"
+done
+unset 'pid[1]' 'pid[2]' 'pid[3]' 'pid[4]'
+order=$(awk '{printf "%s%s", sep, $2; sep=" "}' "$tmp/served")
+tokens=$(sed 's/.*token \([0-9]*\).*/\1/' "$tmp/served" | paste -sd' ')
+[ "$order" = "1 2 3 4" ] || die "served in order $order, not 1 2 3 4"
+sort -nc <(tr ' ' '\n' <<<"$tokens") || die "tokens not increasing: $tokens"
+echo "Served in arrival order ($order); fencing tokens increase ($tokens)."
+
+echo
+echo "== 2. An operator breaks the lock of a holder (zklock break):"
+echo "   worker 5 holds the lock (--session-timeout 2s --grace 1s); worker 6 waits"
+worker 5 --session-timeout 2s --grace 1s "$LOCK" -- sh -c \
+	'trap "echo \"worker 5 got SIGTERM: stopping\"; exit 143" TERM
+	 echo "worker 5 got the lock (token $ZKLOCK_TOKEN)"; sleep 30 & wait'
+until_ok "worker 5 to start" has_lines "$tmp/w5.out" 1
+worker 6 "$LOCK" -- sh -c 'echo "worker 6 got the lock (token $ZKLOCK_TOKEN)"; sleep 1'
+echo "\$ zklock break --yes $LOCK"
+"$ZK" break --yes "$LOCK" | sed 's/^/  /'
+rc5=0
+wait "${pid[5]}" || rc5=$?
+rc6=0
+wait "${pid[6]}" || rc6=$?
+unset 'pid[5]' 'pid[6]'
+echo "worker 5's zklock exec exited $rc5 (lock lost); its output:"
+fold -s -w 100 "$tmp/w5.out" | sed 's/^/  /'
+echo "worker 6's zklock exec exited $rc6; its output:"
+sed 's/^/  /' "$tmp/w6.out"
+[ "$rc5" = 76 ] || die "worker 5 exited $rc5, want 76"
+[ "$rc6" = 0 ] || die "worker 6 exited $rc6, want 0"
+grep -q 'worker 5 got SIGTERM' "$tmp/w5.out" || die "worker 5 did not get SIGTERM"
+grep -q 'worker 6 got the lock' "$tmp/w6.out" || die "worker 6 did not get the lock"
+
+echo
+echo "Done: the server and the workers are stopped. Next: $ZK help exec"
