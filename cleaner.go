@@ -171,9 +171,9 @@ func (cl *cleaner) clean(lockPath string) {
 	}
 }
 
-// close runs every pending cleanup now, waiting up to the cleanup timeout,
+// close runs every pending cleanup now, waiting until ctx ends at most,
 // and refuses new ones.
-func (cl *cleaner) close() {
+func (cl *cleaner) close(ctx context.Context) {
 	cl.mu.Lock()
 	cl.closed = true
 	paths := make([]string, 0, len(cl.pending))
@@ -192,11 +192,9 @@ func (cl *cleaner) close() {
 			cl.clean(p)
 		}
 	}()
-	t := time.NewTimer(cl.c.opts.cleanupTimeout)
-	defer t.Stop()
 	select {
 	case <-done:
-	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 

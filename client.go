@@ -189,16 +189,18 @@ type Client struct {
 	host    string
 	pid     int
 
-	closing   chan struct{} // closed by Close
-	closeOnce sync.Once
-	eventsEnd chan struct{} // closed when the event goroutine ends
-	wg        sync.WaitGroup
+	closing    chan struct{} // closed by Close
+	connClosed chan struct{} // closed once Close has closed an owned connection
+	closeOnce  sync.Once
+	eventsEnd  chan struct{} // closed when the event goroutine ends
+	wg         sync.WaitGroup
 
-	mu     sync.Mutex
-	sess   *session
-	ready  chan struct{} // closed and replaced when a new session is established
-	leases map[*Lease]struct{}
-	holds  map[string]map[string]*hold // reentrant holds by lock path, then owner
+	mu      sync.Mutex
+	sess    *session
+	ready   chan struct{} // closed and replaced when a new session is established
+	leases  map[*Lease]struct{}
+	drained bool                        // Close has released the leases: no new release goroutines
+	holds   map[string]map[string]*hold // reentrant holds by lock path, then owner
 
 	containers containerSupport
 	cleaner    *cleaner
@@ -296,20 +298,21 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
 	c := &Client{
-		conn:      conn,
-		ownConn:   own,
-		id:        hex.EncodeToString(id[:]),
-		opts:      o,
-		log:       o.logger,
-		wire:      w,
-		host:      host,
-		pid:       os.Getpid(),
-		closing:   make(chan struct{}),
-		eventsEnd: make(chan struct{}),
-		sess:      newSession(0),
-		ready:     make(chan struct{}),
-		leases:    make(map[*Lease]struct{}),
-		holds:     make(map[string]map[string]*hold),
+		conn:       conn,
+		ownConn:    own,
+		id:         hex.EncodeToString(id[:]),
+		opts:       o,
+		log:        o.logger,
+		wire:       w,
+		host:       host,
+		pid:        os.Getpid(),
+		closing:    make(chan struct{}),
+		connClosed: make(chan struct{}),
+		eventsEnd:  make(chan struct{}),
+		sess:       newSession(0),
+		ready:      make(chan struct{}),
+		leases:     make(map[*Lease]struct{}),
+		holds:      make(map[string]map[string]*hold),
 	}
 	c.sess.end() // no session yet
 	c.cleaner = newCleaner(c)
@@ -432,9 +435,16 @@ func (c *Client) isClosed() bool {
 }
 
 // Close ends every wait with ErrClosed (removing its queue node), releases
-// every lease, runs or drops pending cleanups (see WithCleanupDelay), closes
-// the connection if Connect opened it, and waits for zklock's goroutines. It
-// is idempotent and always returns nil.
+// every lease, runs pending cleanups, closes the connection if Connect opened
+// it, and waits for zklock's goroutines. It is idempotent and returns nil.
+//
+// Close takes at most about the cleanup timeout (WithCleanupTimeout), plus
+// up to a second go-zookeeper gives its close request, when it
+// owns the connection: deletes that cannot finish by then (the server is
+// unreachable) are abandoned by closing the session, which removes every
+// ephemeral node it holds once the server sees it gone. On a connection the
+// caller brought (NewClient), Close waits for those deletes until they finish
+// or the session ends.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
@@ -445,17 +455,24 @@ func (c *Client) Close() error {
 		}
 		c.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), c.opts.cleanupTimeout)
+		defer cancel()
 		for _, l := range leases {
 			if err := l.release(ctx, ErrClosed); err != nil && !errors.Is(err, ErrNotHeld) {
 				c.log.Warn("zklock: release on close", "node", l.Node(), "err", err)
 			}
 		}
-		cancel()
-		c.cleaner.close()
-		c.wg.Wait() // waiters, lease monitors and background deletes
+		c.mu.Lock()
+		c.drained = true
+		c.mu.Unlock()
+		c.cleaner.close(ctx)
 		if c.ownConn {
+			// Waiters, lease monitors and background deletes, as long as the
+			// deadline allows; closing the session ends the rest.
+			waitGroupCtx(ctx, &c.wg)
 			c.conn.Close()
+			close(c.connClosed)
 		}
+		c.wg.Wait()
 		c.cleaner.wait()
 		<-c.eventsEnd
 		c.mu.Lock()
@@ -464,6 +481,23 @@ func (c *Client) Close() error {
 	})
 	return nil
 }
+
+// waitGroupCtx waits for wg or ctx, whichever comes first.
+func waitGroupCtx(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// ValidatePath reports whether p can be a lock path, with an error matching
+// ErrInvalidPath if not. NewMutex and NewReentrantMutex apply it too.
+func ValidatePath(p string) error { return validatePath(p) }
 
 // slogAdapter gives go-zookeeper's Printf logger a slog destination.
 type slogAdapter struct{ l *slog.Logger }

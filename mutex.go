@@ -139,11 +139,16 @@ func (l *Lease) Sequence() int64 { return l.q.seq }
 // Token returns the fencing token: the creation zxid of the lock node, unique
 // across the ensemble and larger for every later holder of the same path,
 // even after the path was deleted and recreated. It may wait for one round
-// trip the first time (the read runs behind Acquire); it returns 0 if the
-// node could not be read, in which case the lease is already lost.
+// trip the first time (the read runs behind Acquire). It returns 0 if the
+// node could not be read; Err then already reports the loss.
 func (l *Lease) Token() int64 {
 	l.q.startFetch() // already under way unless the own-node watch is off
 	<-l.q.fetched
+	if l.q.fetchErr != nil {
+		// Say so at once; the monitor removes what is left.
+		l.end(fetchLost(l.q.full(), l.q.fetchErr))
+		return 0
+	}
 	return l.q.czxid
 }
 
@@ -191,7 +196,7 @@ func (l *Lease) release(ctx context.Context, reason error) error {
 		return ErrNotHeld
 	}
 	if l.err != nil {
-		// Lost: the monitor is already removing the node in the background.
+		// Lost: the monitor removes whatever is left, in the background.
 		l.released = true
 		err := l.err
 		l.mu.Unlock()
@@ -203,13 +208,13 @@ func (l *Lease) release(ctx context.Context, reason error) error {
 	c := l.c
 	done := make(chan error, 1)
 	remove := func() { done <- c.removeNode(l.q) }
-	if c.track() {
+	if c.trackRelease() {
 		go func() {
 			defer c.wg.Done()
 			remove()
 		}()
 	} else {
-		remove() // Close is under way: no new goroutines
+		remove() // Close has finished releasing: no new goroutines
 	}
 	l.stopOnce.Do(func() { close(l.stop) })
 	var err error
@@ -269,7 +274,7 @@ func (l *Lease) monitor() {
 		case <-fetched:
 			fetched = nil
 			if q.fetchErr != nil {
-				l.lose(q.fetchErr)
+				l.lose(fetchLost(q.full(), q.fetchErr))
 				return
 			}
 			own = q.ownEv
@@ -315,18 +320,34 @@ func (l *Lease) monitor() {
 // hold it (when loss was only presumed), so the queue behind it moves.
 func (l *Lease) lose(err error) {
 	l.mu.Lock()
-	releasing := l.releasing || l.released
+	releasing := l.releasing
 	l.mu.Unlock()
-	if releasing || !l.end(err) {
-		return // our own Release deleted the node
+	if releasing {
+		return // our own Release is deleting the node: not a loss
 	}
 	c := l.c
-	c.log.Warn("zklock: lock lost", "node", l.q.full(), "err", err)
+	if l.end(err) {
+		c.log.Warn("zklock: lock lost", "node", l.q.full(), "err", err)
+	}
 	c.mu.Lock()
 	delete(c.leases, l)
 	c.mu.Unlock()
 	if !l.q.sess.ended() {
-		_ = c.removeNode(l.q)
+		_ = c.removeNode(l.q) // a no-op if it is gone already
+	}
+}
+
+// fetchLost turns a failed read of the lease's own node into the loss it means.
+func fetchLost(node string, err error) error {
+	switch {
+	case errors.Is(err, ErrLockLost), errors.Is(err, ErrClosed):
+		return err
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("%w: node %s was deleted by someone else", ErrLockLost, node)
+	case errors.Is(err, zk.ErrSessionExpired):
+		return fmt.Errorf("%w: session expired: %w", ErrLockLost, err)
+	default:
+		return fmt.Errorf("%w: reading %s: %w", ErrLockLost, node, err)
 	}
 }
 

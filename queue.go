@@ -39,6 +39,18 @@ type result[T any] struct {
 	err error
 }
 
+// trackRelease is track for a lease's release, which Close itself makes:
+// it succeeds until Close has finished releasing.
+func (c *Client) trackRelease() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.drained {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
 // goCall runs fn (one ZooKeeper request) on its own goroutine, so the caller
 // can stop waiting for it: go-zookeeper's requests take no context, and one
 // queued during a disconnection waits for the reconnect. The caller must be
@@ -354,12 +366,12 @@ func (c *Client) removeNode(q *queueNode) error {
 			c.cleaner.schedule(q.path)
 			return nil
 		case retryable(err):
-			if q.sess.ended() {
-				q.removed.Store(true)
-				return nil
-			}
 			select {
 			case <-q.sess.lost:
+				q.removed.Store(true) // gone with its session
+				return nil
+			case <-c.connClosed:
+				return nil // Close ended the session: the server removes the node
 			case <-time.After(50 * time.Millisecond):
 			}
 		default:

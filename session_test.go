@@ -342,3 +342,30 @@ func TestRunSingletonHandsOverOnPartition(t *testing.T) {
 	require.ErrorIs(t, <-doneA, context.Canceled)
 	require.Zero(t, overlaps.Load(), "two singletons ran at once")
 }
+
+// Close is bounded even when the server cannot be reached: what it cannot
+// delete in time goes with the session it closes.
+func TestCloseIsBoundedDuringPartition(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(2*time.Second), zklock.WithCleanupTimeout(500*time.Millisecond))
+	m, err := c.NewMutex(p)
+	require.NoError(t, err)
+	l, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() { _, err := m.Acquire(context.Background()); errc <- err }()
+	waitChildren(t, obs, p, 2)
+
+	proxy.Stall()
+	start := time.Now()
+	require.NoError(t, c.Close())
+	took := time.Since(start)
+	require.Less(t, took, 2*time.Second, "Close hung on an unreachable server")
+	require.ErrorIs(t, <-errc, zklock.ErrClosed)
+	<-l.Done()
+	proxy.Resume()
+	waitChildren(t, obs, p, 0) // the session ended; its nodes went with it
+	t.Logf("Close took %v while partitioned", took.Round(time.Millisecond))
+}
