@@ -338,24 +338,9 @@ func release(lease *zklock.Lease, session time.Duration) {
 	_ = lease.Release(ctx)
 }
 
-// closeTimeout bounds closeClient.
-const closeTimeout = 2 * time.Second
-
-// closeClient closes c, but stops waiting after closeTimeout: during a
-// partition Close waits for node deletes that cannot get through. Exiting
-// drops the connection, and ZooKeeper deletes our ephemeral nodes when the
-// session ends.
-func closeClient(c *zklock.Client) {
-	done := make(chan struct{})
-	go func() {
-		c.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(closeTimeout):
-	}
-}
+// closeClient closes c. Close is bounded by the client's cleanup timeout:
+// deletes that cannot get through a partition end with the session.
+func closeClient(c *zklock.Client) { c.Close() }
 
 // lossCause renders why a lease ended, without the sentinel's words.
 func lossCause(err error) string {

@@ -241,6 +241,9 @@ func (cf *connFlags) check() string {
 func (cf *connFlags) connect(ctx context.Context, opts ...zklock.Option) (*zklock.Client, error) {
 	cctx, cancel := context.WithTimeout(ctx, cf.connectTimeout)
 	defer cancel()
+	// A command line tool should exit promptly: give deletes at most 2s on
+	// the way out (what is left goes with the session).
+	opts = append([]zklock.Option{zklock.WithCleanupTimeout(2 * time.Second)}, opts...)
 	return zklock.Connect(cctx, cf.list(), opts...)
 }
 
@@ -253,13 +256,8 @@ func (cf *connFlags) unreachable(err error) string {
 	return fmt.Sprintf("cannot connect to ZooKeeper at %s: %s; check --servers or $%s", cf.servers, cause(err), envServers)
 }
 
-// checkPath validates a lock path without any I/O. zklock exports no path
-// check of its own; NewMutex does only this check and never touches the
-// client, so a nil one is enough.
-func checkPath(p string) error {
-	_, err := (*zklock.Client)(nil).NewMutex(p)
-	return err
-}
+// checkPath validates a lock path without any I/O.
+func checkPath(p string) error { return zklock.ValidatePath(p) }
 
 // badPath is the usage message for an invalid lock path.
 func badPath(err error) string {
