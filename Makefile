@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: test zk demo
+.PHONY: test zk demo container
 
 # -p 1: one package's test binary at a time. Each package starts its own
 # ZooKeeper JVMs and the tests rely on 1s session timeouts; running packages
@@ -21,3 +21,8 @@ zk:
 # work (installs ZooKeeper first if it is missing). A newcomer's first command.
 demo:
 	@./scripts/demo.sh
+
+# container builds the Docker fallback of the test harness (a module of its
+# own, so testcontainers-go stays out of zklock's dependencies).
+container:
+	cd zktest/zkcontainer && $(GO) vet ./... && $(GO) build ./...

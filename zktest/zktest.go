@@ -41,7 +41,8 @@ const EnvServers = "ZKLOCK_TEST_SERVERS"
 // part of every "no ZooKeeper" failure.
 const InstallHint = "to get one: run `make test` (it installs ZooKeeper), " +
 	"or run `sudo scripts/install-zookeeper.sh`, " +
-	"or set " + EnvServers + "=host:port[,host:port...] to use servers that are already running"
+	"or set " + EnvServers + "=host:port[,host:port...] to use servers that are already running, " +
+	"or run a Docker engine (zktest then starts the zookeeper image with testcontainers-go)"
 
 // DefaultStartTimeout bounds how long starting (or restarting) servers may
 // take before the harness gives up and reports the server log.
@@ -146,8 +147,9 @@ type Cluster struct {
 // Start returns a running ZooKeeper cluster for the test, torn down by
 // t.Cleanup. It uses, in order: the servers named in ZKLOCK_TEST_SERVERS
 // (external: no lifecycle control), a local install (ZOOKEEPER_HOME, or
-// /usr/share/java/zookeeper.jar), and otherwise fails the test with
-// instructions for getting ZooKeeper. It only skips the test when an ensemble
+// /usr/share/java/zookeeper.jar), a container started with testcontainers-go
+// when a Docker engine answers (standalone only, no lifecycle control), and
+// otherwise fails the test with instructions for getting ZooKeeper. It only skips the test when an ensemble
 // larger than the external server list is requested.
 func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
@@ -170,6 +172,16 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	}
 	inst, err := findInstall()
 	if err != nil {
+		if cfg.ensemble == 1 {
+			addr, stop, derr := startDocker(cfg.logf)
+			if derr == nil {
+				t.Cleanup(stop)
+				c := newExternal([]string{addr}, cfg)
+				c.tb = t
+				return c
+			}
+			err = fmt.Errorf("%w; Docker: %v", err, derr)
+		}
 		t.Fatalf("zktest: %v\n%s", err, InstallHint)
 	}
 	dirs := make([]string, cfg.ensemble)
@@ -206,6 +218,13 @@ func StartMain(opts ...Option) (*Cluster, func(), error) {
 	}
 	inst, err := findInstall()
 	if err != nil {
+		if cfg.ensemble == 1 {
+			addr, stop, derr := startDocker(cfg.logf)
+			if derr == nil {
+				return newExternal([]string{addr}, cfg), stop, nil
+			}
+			err = fmt.Errorf("%w; Docker: %v", err, derr)
+		}
 		return nil, nil, fmt.Errorf("zktest: %w\n%s", err, InstallHint)
 	}
 	base, err := os.MkdirTemp("", "zktest-")
