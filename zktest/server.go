@@ -119,6 +119,9 @@ func (c *Cluster) allocatePorts() error {
 	}
 	for i, s := range c.servers {
 		s.clientPort = ports[i*per]
+		if i == 0 && c.cfg.clientPort != 0 {
+			s.clientPort = c.cfg.clientPort
+		}
 		if per == 3 {
 			s.quorumPort, s.electionPort = ports[i*per+1], ports[i*per+2]
 		}

@@ -55,6 +55,7 @@ var ErrExternal = errors.New("zktest: server is external (" + EnvServers + "); l
 type config struct {
 	ensemble       int
 	tick           time.Duration
+	clientPort     int
 	containerCheck time.Duration
 	logf           func(format string, args ...any)
 	logfSet        bool
@@ -75,6 +76,12 @@ func WithEnsemble(n int) Option {
 		}
 		c.ensemble = n
 	}
+}
+
+// WithClientPort makes the first server listen for clients on port (default:
+// a free port). For trying things out by hand; tests should keep free ports.
+func WithClientPort(port int) Option {
+	return func(c *config) { c.clientPort = port }
 }
 
 // WithTickTime sets ZooKeeper's tickTime (default 100ms). The session timeout

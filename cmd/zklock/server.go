@@ -34,7 +34,7 @@ Exit status: 0 after a clean stop, 1 if ZooKeeper could not start or died,
 2 for a usage error.
 `,
 	flags: func(fs *flag.FlagSet) {
-		fs.Int("port", 0, "client `port` to listen on; not supported yet: a free port is always chosen (see the printed address)")
+		fs.Int("port", 0, "client `port` to listen on (default: a free port; see the printed address)")
 	},
 	run: runServer,
 }
@@ -54,7 +54,11 @@ func runServer(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	// Always start our own: zktest would otherwise use the servers named in
 	// its test variable.
 	os.Unsetenv(zktest.EnvServers)
-	cluster, stop, err := zktest.StartMain()
+	var opts []zktest.Option
+	if port != 0 {
+		opts = append(opts, zktest.WithClientPort(port))
+	}
+	cluster, stop, err := zktest.StartMain(opts...)
 	if err != nil {
 		return fail(stderr, exitFailure, "cannot start ZooKeeper: %v", err)
 	}
@@ -62,9 +66,6 @@ func runServer(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	srv := cluster.Servers()[0]
 	addr := srv.Addr()
 	fmt.Fprintf(stdout, "%s=%s\n", envServers, addr)
-	if port != 0 {
-		fmt.Fprintf(stderr, "zklock: --port is not supported yet (the test harness picks a free port); serving on %s instead\n", addr)
-	}
 	fmt.Fprintf(stdout, `ZooKeeper is serving on %s (throwaway: its data is deleted when it stops).
 Try it in another shell:
 	export %s=%s
