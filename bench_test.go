@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,6 +146,7 @@ func run(b *testing.B, ls []locker, exclusive bool) {
 	var wg sync.WaitGroup
 	waits := make([][]time.Duration, len(ls))
 	before, _ := cluster.Mntr(0)
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	start := time.Now()
 	for i, l := range ls {
@@ -173,6 +175,7 @@ func run(b *testing.B, ls []locker, exclusive bool) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu := cpuTime() - cpu0
 	after, _ := cluster.Mntr(0)
 	if exclusive && overlaps.Load() != 0 {
 		b.Fatalf("%d overlaps", overlaps.Load())
@@ -186,6 +189,7 @@ func run(b *testing.B, ls []locker, exclusive bool) {
 	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(n/elapsed.Seconds(), "acq/s")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/acq")
 	b.ReportMetric(float64(after.Int("zk_cnt_updatelatency")-before.Int("zk_cnt_updatelatency"))/n, "writes/acq")
 	b.ReportMetric(float64(after.Int("zk_cnt_readlatency")-before.Int("zk_cnt_readlatency"))/n, "reads/acq")
 	b.ReportMetric(float64(zktest.WatchEventsFired(before, after))/n, "watchev/acq")
@@ -282,4 +286,11 @@ func BenchmarkWaiterFootprint(b *testing.B) {
 		b.Fatal(err)
 	}
 	wg.Wait()
+}
+
+// cpuTime is the user and system CPU this test process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
