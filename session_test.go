@@ -369,3 +369,59 @@ func TestCloseIsBoundedDuringPartition(t *testing.T) {
 	waitChildren(t, obs, p, 0) // the session ended; its nodes went with it
 	t.Logf("Close took %v while partitioned", took.Round(time.Millisecond))
 }
+
+// A waiter whose session expires queues again on the new session, at the
+// back; with WithRequeueOnExpiry(false) it fails instead.
+func TestWaiterSessionExpiry(t *testing.T) {
+	for _, requeue := range []bool{true, false} {
+		t.Run(fmt.Sprint("requeue=", requeue), func(t *testing.T) {
+			p, obs, m, holder := holding(t)
+			proxy := zktest.NewProxy(t, cluster.Addrs()...)
+			wc := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(time.Second), zklock.WithRequeueOnExpiry(requeue))
+			wm, err := wc.NewMutex(p)
+			require.NoError(t, err)
+			type result struct {
+				l   *zklock.Lease
+				err error
+			}
+			waiter := make(chan result, 1)
+			go func() {
+				l, err := wm.Acquire(ctxTimeout(t, 30*time.Second))
+				waiter <- result{l, err}
+			}()
+			waitChildren(t, obs, p, 2)
+
+			proxy.Stall()
+			waitChildren(t, obs, p, 1) // the server expired the waiter's session
+			late := make(chan *zklock.Lease, 1)
+			go func() {
+				l, err := m.Acquire(context.Background())
+				assert.NoError(t, err)
+				late <- l
+			}()
+			waitChildren(t, obs, p, 2)
+			proxy.Resume()
+			proxy.Cut()
+
+			if !requeue {
+				r := <-waiter
+				require.ErrorIs(t, r.err, zklock.ErrSessionExpired)
+				require.NoError(t, holder.Release(context.Background()))
+				require.NoError(t, (<-late).Release(context.Background()))
+				return
+			}
+			waitChildren(t, obs, p, 3) // queued again, at the back
+			require.NoError(t, holder.Release(context.Background()))
+			l := <-late
+			select {
+			case r := <-waiter:
+				t.Fatalf("the re-queued waiter jumped the queue: %v", r.err)
+			default:
+			}
+			require.NoError(t, l.Release(context.Background()))
+			r := <-waiter
+			require.NoError(t, r.err)
+			require.NoError(t, r.l.Release(context.Background()))
+		})
+	}
+}
