@@ -140,10 +140,19 @@ func (l *Lease) Sequence() int64 { return l.q.seq }
 // across the ensemble and larger for every later holder of the same path,
 // even after the path was deleted and recreated. It may wait for one round
 // trip the first time (the read runs behind Acquire). It returns 0 if the
-// node could not be read; Err then already reports the loss.
+// node could not be read, or the lease ended before the read came back; Err
+// then reports why.
 func (l *Lease) Token() int64 {
 	l.q.startFetch() // already under way unless the own-node watch is off
-	<-l.q.fetched
+	select {
+	case <-l.q.fetched:
+	case <-l.done:
+		select {
+		case <-l.q.fetched: // both ready: the token is known
+		default:
+			return 0 // ended (lost) while the read waits for the server
+		}
+	}
 	if l.q.fetchErr != nil {
 		// Say so at once; the monitor removes what is left.
 		l.end(fetchLost(l.q.full(), l.q.fetchErr))
@@ -196,10 +205,19 @@ func (l *Lease) release(ctx context.Context, reason error) error {
 		return ErrNotHeld
 	}
 	if l.err != nil {
-		// Lost: the monitor removes whatever is left, in the background.
+		// Lost: remove whatever is left in the background (the monitor may
+		// be doing the same; deleting twice is harmless) and stop the monitor.
 		l.released = true
 		err := l.err
 		l.mu.Unlock()
+		c := l.c
+		if c.trackRelease() {
+			go func() {
+				defer c.wg.Done()
+				_ = c.removeNode(l.q)
+			}()
+		}
+		l.stopOnce.Do(func() { close(l.stop) })
 		return err
 	}
 	l.releasing = true
@@ -256,10 +274,8 @@ func (l *Lease) monitor() {
 	defer c.wg.Done()
 	q := l.q
 	var own <-chan zk.Event
-	fetched := q.fetched
-	if !c.opts.watchOwnNode {
-		fetched = nil
-	}
+	fetched := q.fetched // without the own-node watch, closed only if Token reads the node
+	var rewatch <-chan result[<-chan zk.Event]
 	var timer *time.Timer
 	var tick <-chan time.Time
 	if c.wire != nil {
@@ -287,14 +303,20 @@ func (l *Lease) monitor() {
 			case ev.Type == zk.EventNotWatching:
 				// The session ended; sess.lost says so too.
 			default:
-				// Someone changed the node's data: watch it again.
-				_, _, ch, err := c.conn.GetW(q.full())
-				if errors.Is(err, zk.ErrNoNode) {
-					l.lose(fmt.Errorf("%w: node %s was deleted by someone else", ErrLockLost, q.full()))
-					return
-				}
-				own = ch // nil after an error: the session checks still apply
+				// Someone changed the node's data: watch it again, without
+				// blocking the other checks while the request is out.
+				rewatch = goCall(c, func() (<-chan zk.Event, error) {
+					_, _, ch, err := c.conn.GetW(q.full())
+					return ch, err
+				})
 			}
+		case r := <-rewatch:
+			rewatch = nil
+			if errors.Is(r.err, zk.ErrNoNode) {
+				l.lose(fmt.Errorf("%w: node %s was deleted by someone else", ErrLockLost, q.full()))
+				return
+			}
+			own = r.v // nil after another error: the session checks still apply
 		case <-q.sess.lost:
 			if c.isClosed() {
 				l.lose(ErrClosed)
@@ -332,9 +354,9 @@ func (l *Lease) lose(err error) {
 	c.mu.Lock()
 	delete(c.leases, l)
 	c.mu.Unlock()
-	if !l.q.sess.ended() {
-		_ = c.removeNode(l.q) // a no-op if it is gone already
-	}
+	// Delete by name even if the session seems over: the name carries our
+	// GUID, and a node that is already gone costs one NoNode.
+	_ = c.removeNode(l.q)
 }
 
 // fetchLost turns a failed read of the lease's own node into the loss it means.

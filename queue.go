@@ -136,14 +136,18 @@ func (c *Client) enqueue(ctx context.Context, lockPath string, owner Owner, sess
 	prefix := lockPath + "/" + protectedPrefix + q.guid + lockMarker
 	data := owner.marshal()
 	var listed <-chan result[[]string]
+	var sid int64 // the session the node was created in
 	for {
 		listed = nil
 		var written uint64
 		if c.wire != nil {
 			written = c.wire.writeCount()
 		}
-		created := goCall(c, func() (string, error) {
-			return c.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.opts.acl)
+		created := goCall(c, func() (createdNode, error) {
+			name, err := c.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.opts.acl)
+			// A reply arrives on the connection's session of the moment: a
+			// session change needs a reconnect, which fails pending requests.
+			return createdNode{name, c.conn.SessionID()}, err
 		})
 		if c.wire != nil {
 			// Send the listing right behind the create: ZooKeeper runs one
@@ -159,7 +163,7 @@ func (c *Client) enqueue(ctx context.Context, lockPath string, owner Owner, sess
 		var err error
 		select {
 		case r := <-created:
-			name, err = r.v, r.err
+			name, sid, err = r.v.name, r.v.session, r.err
 		case <-ctx.Done():
 			c.abandonCreate(q, created)
 			return nil, nil, ctxErr(ctx)
@@ -178,15 +182,16 @@ func (c *Client) enqueue(ctx context.Context, lockPath string, owner Owner, sess
 			continue
 		case retryable(err):
 			// The create may have happened with its reply lost: look for it.
-			name, err := c.findByGUID(ctx, q)
+			found, err := c.findByGUID(ctx, q, false)
 			if err != nil {
-				c.abandonCreate(q, nil)
+				// Keep looking in the background, where nobody waits.
+				c.abandonCreate(q, lostReply())
 				return nil, nil, err
 			}
-			if name == "" {
+			if found.name == "" {
 				continue
 			}
-			q.name = name
+			q.name, sid = found.name, found.session
 			listed = nil
 		case sessionGone(err):
 			if c.isClosed() {
@@ -201,10 +206,18 @@ func (c *Client) enqueue(ctx context.Context, lockPath string, owner Owner, sess
 	if seq, ok := parseSeq(q.name); ok {
 		q.seq = seq
 	}
-	if cur := c.session(); cur != q.sess && !cur.ended() {
-		// go-zookeeper sent the create on a session opened after ours expired.
-		q.sess = cur
+	// The node belongs to the session the create ran in, which need not be
+	// the one the caller started with: go-zookeeper sends a request queued
+	// during an expiry on the next session.
+	sess, err := c.sessionFor(ctx, sid)
+	if err != nil {
+		if !errors.Is(err, errRequeue) {
+			q.sess = c.session()
+			c.abandon(q)
+		}
+		return nil, nil, err
 	}
+	q.sess = sess
 	if c.opts.watchOwnNode {
 		q.startFetch()
 	}
@@ -229,34 +242,101 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// findByGUID lists the lock path for a node carrying q's GUID that belongs to
-// q's session. It returns "" if there is none.
-func (c *Client) findByGUID(ctx context.Context, q *queueNode) (string, error) {
+// createdNode is a create's outcome: the node's path and its session.
+type createdNode struct {
+	name    string
+	session int64
+}
+
+// lostReply stands for a create whose reply was lost.
+func lostReply() <-chan result[createdNode] {
+	ch := make(chan result[createdNode], 1)
+	ch <- result[createdNode]{err: zk.ErrConnectionClosed}
+	return ch
+}
+
+// sessionFor returns the client's session with the given id, waiting for the
+// event loop to catch up with go-zookeeper; errRequeue if that session is
+// over (its ephemeral nodes are gone).
+func (c *Client) sessionFor(ctx context.Context, id int64) (*session, error) {
 	for {
-		children, err := await(ctx, c, goCall(c, func() ([]string, error) {
-			ch, _, err := c.conn.Children(q.path)
-			return ch, err
-		}))
+		c.mu.Lock()
+		s, ready := c.sess, c.ready
+		c.mu.Unlock()
+		if s.id == id {
+			if s.ended() {
+				return nil, errRequeue
+			}
+			return s, nil
+		}
+		if c.conn.SessionID() != id {
+			return nil, errRequeue
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, ctxErr(ctx)
+		case <-c.closing:
+			return nil, ErrClosed
+		}
+	}
+}
+
+// findByGUID looks in the lock path for a node carrying q's GUID that belongs
+// to the live session, after a create whose reply was lost. It returns a zero
+// createdNode if there is none. In the background (nobody waiting, possibly
+// during Close) it makes its requests directly and keeps going until it knows.
+func (c *Client) findByGUID(ctx context.Context, q *queueNode, background bool) (createdNode, error) {
+	list := func() ([]string, error) {
+		// A follower may not have applied the lost create yet: catch it up.
+		if _, err := c.conn.Sync(q.path); err != nil {
+			return nil, err
+		}
+		ch, _, err := c.conn.Children(q.path)
+		return ch, err
+	}
+	for {
+		var children []string
+		var err error
+		if background {
+			select {
+			case <-c.connClosed:
+				return createdNode{}, nil // the session is closed: nothing of it remains
+			default:
+			}
+			children, err = list()
+		} else {
+			children, err = await(ctx, c, goCall(c, list))
+		}
 		switch {
 		case err == nil:
 		case retryable(err):
-			continue // the request waits in go-zookeeper for the reconnect
+			time.Sleep(20 * time.Millisecond) // go-zookeeper is reconnecting
+			continue
 		case errors.Is(err, zk.ErrNoNode), sessionGone(err):
-			return "", nil
+			return createdNode{}, nil
 		default:
-			return "", err
+			return createdNode{}, err
 		}
+		again := false
 		for _, name := range children {
-			if strings.Contains(name, q.guid) {
-				// A node from an expired session may linger a moment: adopt
-				// only one that belongs to this session.
-				_, stat, err := c.conn.Exists(q.path + "/" + name)
-				if err == nil && stat != nil && stat.EphemeralOwner == c.conn.SessionID() {
-					return name, nil
-				}
+			if !strings.Contains(name, q.guid) {
+				continue
+			}
+			// A node of an expired session may linger a moment: adopt only
+			// one that belongs to the live session.
+			sid := c.conn.SessionID()
+			_, stat, err := c.conn.Exists(q.path + "/" + name)
+			switch {
+			case err == nil && stat != nil && stat.EphemeralOwner == sid:
+				return createdNode{name, sid}, nil
+			case err != nil && !errors.Is(err, zk.ErrNoNode):
+				again = true // unknown: look again rather than create a second node
 			}
 		}
-		return "", nil
+		if !again {
+			return createdNode{}, nil
+		}
 	}
 }
 
@@ -302,26 +382,23 @@ func (q *queueNode) startFetch() {
 
 // abandonCreate cleans up after a create whose outcome the caller stopped
 // waiting for: once it is known, the node (if any) is removed.
-func (c *Client) abandonCreate(q *queueNode, created <-chan result[string]) {
+func (c *Client) abandonCreate(q *queueNode, created <-chan result[createdNode]) {
 	c.waitCleanup(func() {
-		if created != nil {
-			r := <-created
-			switch {
-			case r.err == nil:
-				q.name = r.v[len(q.path)+1:]
-			case retryable(r.err):
-				name, _ := c.findByGUID(context.Background(), q)
-				if name == "" {
-					return
-				}
-				q.name = name
-			default:
-				return // never created, or gone with the session
+		r := <-created
+		switch {
+		case r.err == nil:
+			q.name = r.v.name[len(q.path)+1:]
+		case retryable(r.err):
+			found, _ := c.findByGUID(context.Background(), q, true)
+			if found.name == "" {
+				return
 			}
+			q.name = found.name
+		default:
+			return // never created, or gone with the session
 		}
-		if q.name != "" {
-			c.removeNode(q)
-		}
+		q.sess = c.session()
+		c.removeNode(q)
 	})
 }
 

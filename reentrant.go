@@ -26,9 +26,10 @@ type ReentrantMutex struct {
 
 // hold is one owner's holding of one path.
 type hold struct {
-	ready chan struct{} // closed once the first Acquire has finished
-	lease *Lease        // nil until ready, and after a failed first Acquire
-	count int
+	ready     chan struct{} // closed once the first Acquire has finished
+	lease     *Lease        // nil until ready, and after a failed first Acquire
+	count     int
+	releasing chan struct{} // non-nil while the last Release deletes the node
 }
 
 // NewReentrantMutex returns a ReentrantMutex on path. It checks the path and
@@ -81,6 +82,17 @@ func (r *ReentrantMutex) Acquire(ctx context.Context) (*Lease, error) {
 			c.mu.Unlock()
 			select {
 			case <-h.ready:
+				continue
+			case <-ctx.Done():
+				return nil, ctxErr(ctx)
+			}
+		}
+		if rel := h.releasing; rel != nil {
+			// The last hold is being released: wait, then queue afresh
+			// (or take the hold back if the delete failed).
+			c.mu.Unlock()
+			select {
+			case <-rel:
 				continue
 			case <-ctx.Done():
 				return nil, ctxErr(ctx)
@@ -146,20 +158,28 @@ func (r *ReentrantMutex) Release(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w: %s", ErrNotHeld, r.path)
 	}
+	if h.releasing != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %s is being released", ErrNotHeld, r.path)
+	}
 	if h.count > 1 {
 		h.count--
 		c.mu.Unlock()
 		return nil
 	}
+	rel := make(chan struct{})
+	h.releasing = rel // same-owner Acquires wait instead of re-entering a lease being released
 	c.mu.Unlock()
 
 	err := h.lease.Release(ctx)
-	if err != nil && h.lease.releasePending() {
-		return err // the node is still there: keep the hold
-	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	h.releasing = nil
+	close(rel)
+	if err != nil && h.lease.releasePending() {
+		return err // the node is still there: the owner keeps its hold
+	}
 	r.forget(key, h)
-	c.mu.Unlock()
 	return err
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
@@ -187,4 +189,63 @@ func TestContendersListsQueueInOrder(t *testing.T) {
 	cs, err = holderClient.Contenders(context.Background(), p)
 	require.NoError(t, err)
 	require.Empty(t, cs)
+}
+
+// Goroutines sharing an explicit owner re-enter each other's hold, and one
+// that arrives while the last hold is being released must not re-enter a
+// lease whose node is being deleted: another client could take the lock.
+func TestReentrantSharedOwnerHammer(t *testing.T) {
+	p := lockPath(t)
+	a, err := connect(t).NewReentrantMutex(p)
+	require.NoError(t, err)
+	b, err := connect(t).NewMutex(p)
+	require.NoError(t, err)
+	job := zklock.WithOwner(context.Background(), "shared-job")
+
+	var mu sync.Mutex
+	aInside, bInside, overlaps := 0, 0, 0
+	enter := func(mine, theirs *int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if *theirs > 0 {
+			overlaps++
+		}
+		*mine++
+	}
+	leave := func(mine *int) {
+		mu.Lock()
+		defer mu.Unlock()
+		*mine--
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 25; j++ {
+				if _, err := a.Acquire(job); !assert.NoError(t, err) {
+					return
+				}
+				enter(&aInside, &bInside)
+				leave(&aInside)
+				assert.NoError(t, a.Release(job))
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for j := 0; j < 25; j++ {
+			l, err := b.Acquire(context.Background())
+			if !assert.NoError(t, err) {
+				return
+			}
+			enter(&bInside, &aInside)
+			leave(&bInside)
+			assert.NoError(t, l.Release(context.Background()))
+		}
+	}()
+	wg.Wait()
+	require.Zero(t, overlaps)
+	require.Empty(t, lockChildren(t, observer(t), p))
 }

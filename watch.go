@@ -47,7 +47,7 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, children []string, 
 		case me < 0:
 			return errRequeue
 		case me == 0:
-			return nil
+			return q.stillOurs()
 		case try:
 			return ErrLocked
 		}
@@ -69,7 +69,7 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, children []string, 
 		case err == nil:
 		case errors.Is(err, zk.ErrNoNode):
 			if predIsHolder {
-				return nil
+				return q.stillOurs()
 			}
 			continue
 		case retryable(err):
@@ -84,7 +84,7 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, children []string, 
 		select {
 		case ev := <-w.ch:
 			if ev.Type == zk.EventNodeDeleted && predIsHolder {
-				return nil
+				return q.stillOurs()
 			}
 			// Any other wake-up (a waiter ahead left, data changed, the watch
 			// was dropped with the session): look again.
@@ -96,4 +96,16 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, children []string, 
 			return ErrClosed
 		}
 	}
+}
+
+// stillOurs confirms, before q is declared first, that its session is the
+// connection's live session. A request queued while the connection was down
+// goes out on whatever session go-zookeeper has next; if ours expired in the
+// meantime, our node went with it, and an answer on the new session about
+// the node ahead says nothing about us.
+func (q *queueNode) stillOurs() error {
+	if q.sess.ended() || q.c.conn.SessionID() != q.sess.id {
+		return errRequeue
+	}
+	return nil
 }
