@@ -298,6 +298,12 @@ func (l *Lease) monitor() {
 			own = nil
 			switch {
 			case ev.Type == zk.EventNodeDeleted:
+				if c.wire != nil && c.untilLossDeadline() <= 0 {
+					// Woken after a pause: the server expired the session
+					// and deleted the node itself.
+					l.lose(fmt.Errorf("%w: no word from ZooKeeper for longer than the session can be trusted (node %s is gone)", ErrLockLost, q.full()))
+					return
+				}
 				l.lose(fmt.Errorf("%w: node %s was deleted by someone else", ErrLockLost, q.full()))
 				return
 			case ev.Type == zk.EventNotWatching:

@@ -151,4 +151,26 @@ grep -q 'worker 5 got SIGTERM' "$tmp/w5.out" || die "worker 5 did not get SIGTER
 grep -q 'worker 6 got the lock' "$tmp/w6.out" || die "worker 6 did not get the lock"
 
 echo
+echo "== 3. A holder's session is cut: its zklock is frozen (kill -STOP) past the 2s session timeout"
+worker 7 --session-timeout 2s --grace 1s "$LOCK" -- sh -c \
+	'trap "echo \"worker 7 got SIGTERM: stopping\"; exit 143" TERM
+	 echo "worker 7 got the lock (token $ZKLOCK_TOKEN)"; sleep 30 & wait'
+until_ok "worker 7 to start" has_lines "$tmp/w7.out" 1
+worker 8 "$LOCK" -- sh -c 'echo "worker 8 got the lock (token $ZKLOCK_TOKEN)"; sleep 1'
+kill -STOP "${pid[7]}"
+until_ok "worker 8 to take over" has_lines "$tmp/w8.out" 1
+kill -CONT "${pid[7]}"
+rc7=0
+wait "${pid[7]}" || rc7=$?
+rc8=0
+wait "${pid[8]}" || rc8=$?
+unset 'pid[7]' 'pid[8]'
+sed 's/^/  /' "$tmp/w8.out"
+echo "  worker 7's zklock, thawed, exited $rc7 (lock lost) and stopped its command:"
+grep -v '^$' "$tmp/w7.out" | tail -n +2 | fold -s -w 100 | sed 's/^/    /'
+echo "  (a frozen zklock cannot stop its command in time: that is what the fencing token is for)"
+[ "$rc7" = 76 ] || die "worker 7 exited $rc7, want 76"
+[ "$rc8" = 0 ] || die "worker 8 exited $rc8, want 0"
+
+echo
 echo "Done: the server and the workers are stopped. Next: $ZK help exec"
