@@ -20,12 +20,11 @@ import (
 type wire struct {
 	epoch time.Time // monotonic base for the nanosecond stamps below
 
-	mu        sync.Mutex
-	writes    uint64        // packets written, over all connections
-	written   chan struct{} // closed and cleared on the next write; nil if nobody waits
-	contact   int64         // send time (ns since epoch) of the newest request the server answered
-	granted   time.Duration // session timeout from the newest connect response
-	connected bool          // a connect response has been read on the current connection
+	mu      sync.Mutex
+	writes  uint64        // packets written, over all connections
+	written chan struct{} // closed and cleared on the next write; nil if nobody waits
+	contact int64         // send time (ns since epoch) of the newest request the server answered
+	granted time.Duration // session timeout from the newest connect response
 }
 
 func newWire() *wire { return &wire{epoch: time.Now()} }
@@ -38,9 +37,6 @@ func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, e
 	if err != nil {
 		return nil, err
 	}
-	w.mu.Lock()
-	w.connected = false
-	w.mu.Unlock()
 	return &wireConn{Conn: c, w: w}, nil
 }
 
@@ -85,7 +81,6 @@ type wireConn struct {
 
 	mu      sync.Mutex
 	sent    []int64 // send times of requests not yet answered, oldest first
-	first   bool    // the connect request has been written
 	lenBuf  [4]byte
 	lenN    int
 	left    int      // payload bytes still to come in the current frame
@@ -99,7 +94,6 @@ func (c *wireConn) Write(p []byte) (int, error) {
 	now := c.w.now()
 	c.mu.Lock()
 	c.sent = append(c.sent, now)
-	c.first = true
 	c.mu.Unlock()
 
 	w := c.w
@@ -187,9 +181,8 @@ func (c *wireConn) answered(granted time.Duration, connect bool) {
 	if t > w.contact {
 		w.contact = t
 	}
-	if connect {
+	if connect && granted > 0 { // zero: the session was refused (expired)
 		w.granted = granted
-		w.connected = granted > 0 // a zero timeout means the session was refused (expired)
 	}
 	w.mu.Unlock()
 }
