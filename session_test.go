@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -424,4 +427,57 @@ func TestWaiterSessionExpiry(t *testing.T) {
 			require.NoError(t, r.l.Release(context.Background()))
 		})
 	}
+}
+
+// A Client built on the caller's connection: it sees the session through the
+// caller's event channel, passes every event on, leaves the connection open
+// on Close, and presumes a lease lost as soon as the connection drops.
+func TestNewClientOnCallersConnection(t *testing.T) {
+	p := lockPath(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	conn, events, err := zk.Connect([]string{proxy.Addr()}, 4*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	require.NoError(t, err)
+	defer conn.Close()
+	seen := make(chan zk.State, 64)
+	c, err := zklock.NewClient(conn, events, zklock.WithEventHandler(func(ev zk.Event) {
+		if ev.Type == zk.EventSession {
+			select {
+			case seen <- ev.State:
+			default:
+			}
+		}
+	}))
+	require.NoError(t, err)
+	waitState := func(want zk.State) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case s := <-seen:
+				if s == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("never saw %v", want)
+			}
+		}
+	}
+	waitState(zk.StateHasSession)
+
+	m, err := c.NewMutex(p)
+	require.NoError(t, err)
+	l, err := m.Acquire(ctxTimeout(t, 20*time.Second))
+	require.NoError(t, err)
+	proxy.Cut()
+	waitState(zk.StateDisconnected)
+	<-l.Done()
+	require.ErrorIs(t, l.Err(), zklock.ErrLockLost, "without the wire clock a drop ends the lease at once")
+	waitState(zk.StateHasSession)
+
+	l, err = m.Acquire(ctxTimeout(t, 20*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background()))
+	require.NoError(t, c.Close())
+	_, _, err = conn.Exists("/")
+	require.NoError(t, err, "Close leaves the caller's connection open")
 }
