@@ -25,17 +25,16 @@ type containerSupport struct {
 // the server removes them too if this process dies before its cleaner runs.
 func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 	paths := append(ancestors(lockPath), lockPath)
-	for _, p := range paths {
-		container := c.cleaner.mayRemove(p, lockPath)
-		for {
-			err := c.createParent(ctx, p, container)
-			if retryable(err) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			break
+	for i := 0; i < len(paths); i++ {
+		err := c.createParent(ctx, paths[i], c.cleaner.mayRemove(paths[i], lockPath))
+		switch {
+		case err == nil:
+		case retryable(err):
+			i-- // the request waits in go-zookeeper for the reconnect
+		case errors.Is(err, zk.ErrNoNode):
+			i = -1 // an ancestor vanished under us (a cleaner elsewhere): start over
+		default:
+			return err
 		}
 	}
 	return nil
@@ -58,9 +57,8 @@ func (c *Client) createParent(ctx context.Context, p string, container bool) err
 		c.containers.ok = false
 		c.containers.mu.Unlock()
 		return c.createParent(ctx, p, false)
-	case errors.Is(err, zk.ErrNoNode):
-		// An ancestor vanished under us (a cleaner elsewhere): start over.
-		return c.ensureParents(ctx, p)
+	case errors.Is(err, zk.ErrNoNode), retryable(err):
+		return err // the caller starts over or retries
 	default:
 		return fmt.Errorf("zklock: create %s: %w", p, err)
 	}

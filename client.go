@@ -248,7 +248,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	}
 	c := newClient(conn, true, w, o)
 	c.start(events)
-	if err := c.waitReady(ctx); err != nil {
+	if _, err := c.liveSession(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -418,11 +418,6 @@ func (c *Client) liveSession(ctx context.Context) (*session, error) {
 			return nil, fmt.Errorf("zklock: waiting for a session: %w", context.Cause(ctx))
 		}
 	}
-}
-
-func (c *Client) waitReady(ctx context.Context) error {
-	_, err := c.liveSession(ctx)
-	return err
 }
 
 func (c *Client) isClosed() bool {
