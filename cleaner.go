@@ -25,15 +25,20 @@ type containerSupport struct {
 // the server removes them too if this process dies before its cleaner runs.
 func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 	paths := append(ancestors(lockPath), lockPath)
+	r := c.retrier(ctx, nil)
 	for i := 0; i < len(paths); i++ {
 		err := c.createParent(ctx, paths[i], c.cleaner.mayRemove(paths[i], lockPath))
 		switch {
 		case err == nil:
-		case retryable(err):
-			i-- // the request waits in go-zookeeper for the reconnect
+			continue
+		case classify(err) == errConnection:
+			i-- // try this one again
 		case errors.Is(err, zk.ErrNoNode):
 			i = -1 // an ancestor vanished under us (a cleaner elsewhere): start over
 		default:
+			return err
+		}
+		if err := r.wait(); err != nil {
 			return err
 		}
 	}
@@ -42,12 +47,12 @@ func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 
 func (c *Client) createParent(ctx context.Context, p string, container bool) error {
 	useContainer := container && c.containersAvailable()
-	_, err := await(ctx, c, goCall(c, func() (string, error) {
+	_, err := call(ctx, c, func() (string, error) {
 		if useContainer {
 			return c.conn.CreateContainer(p, nil, zk.FlagContainer, c.opts.acl)
 		}
 		return c.conn.Create(p, nil, zk.FlagPersistent, c.opts.acl)
-	}))
+	})
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNodeExists):
 		return nil
@@ -57,8 +62,8 @@ func (c *Client) createParent(ctx context.Context, p string, container bool) err
 		c.containers.ok = false
 		c.containers.mu.Unlock()
 		return c.createParent(ctx, p, false)
-	case errors.Is(err, zk.ErrNoNode), retryable(err):
-		return err // the caller starts over or retries
+	case errors.Is(err, zk.ErrNoNode), classify(err) == errConnection, classify(err) == errStop:
+		return err // the caller starts over, retries or stops
 	default:
 		return fmt.Errorf("zklock: create %s: %w", p, err)
 	}
@@ -100,8 +105,13 @@ func newCleaner(c *Client) *cleaner {
 }
 
 // mayRemove reports whether the cleaner may delete p, an ancestor of lockPath
-// or lockPath itself. Such nodes are created as containers.
+// or lockPath itself. Such nodes are created as containers. The cleanup root
+// and what lies above it are never removed, even when a lock path is one of
+// them.
 func (cl *cleaner) mayRemove(p, lockPath string) bool {
+	if cl.root != "" && (p == cl.root || strings.HasPrefix(cl.root, p+"/") || p == "/") {
+		return false
+	}
 	return p == lockPath || cl.underRoot(p)
 }
 
@@ -149,7 +159,7 @@ func (cl *cleaner) schedule(lockPath string) {
 // root, stopping at the first node that is in use.
 func (cl *cleaner) clean(lockPath string) {
 	conn := cl.c.conn
-	for p := lockPath; p == lockPath || cl.underRoot(p); p = path.Dir(p) {
+	for p := lockPath; cl.mayRemove(p, lockPath); p = path.Dir(p) {
 		if p == "/" || p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/") {
 			return
 		}

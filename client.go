@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -105,8 +106,10 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithEventHandler passes every event of the connection to fn after zklock
-// has seen it. fn runs on zklock's event goroutine and must not block.
+// WithEventHandler passes every event of the connection to fn, in order, on
+// a goroutine of its own: a slow fn delays only itself, never zklock's view
+// of the session. Events wait in a queue of up to 4096 while fn runs; beyond
+// that, new ones are dropped. Close waits up to a second for fn to return.
 func WithEventHandler(fn func(zk.Event)) Option {
 	return func(o *options) error {
 		o.onEvent = fn
@@ -188,9 +191,11 @@ type Client struct {
 	wire    *wire // nil when the caller brought the connection
 	host    string
 	pid     int
+	handler *eventHandler
 
 	closing    chan struct{} // closed by Close
 	connClosed chan struct{} // closed once Close has closed an owned connection
+	connEnded  chan struct{} // closed when go-zookeeper's event channel closed: no session will come again
 	closeOnce  sync.Once
 	eventsEnd  chan struct{} // closed when the event goroutine ends
 	wg         sync.WaitGroup
@@ -206,30 +211,11 @@ type Client struct {
 	cleaner    *cleaner
 }
 
-// session is one ZooKeeper session of the client's connection. go-zookeeper
-// opens a new session by itself after an expiry; ephemeral nodes and leases
-// belong to the session they were made in.
-type session struct {
-	id   int64
-	lost chan struct{} // closed when the session expires or the client closes
-	once sync.Once
-}
-
-func newSession(id int64) *session { return &session{id: id, lost: make(chan struct{})} }
-
-func (s *session) end() { s.once.Do(func() { close(s.lost) }) }
-
-func (s *session) ended() bool {
-	select {
-	case <-s.lost:
-		return true
-	default:
-		return false
-	}
-}
-
 // Connect dials ZooKeeper and returns once a session is established or ctx
-// ends. Close the client to end the session.
+// ends. Close the client to end the session. Connect returns within about a
+// second of ctx's deadline whatever the server does (it may accept the
+// connection and never answer, or answer with something that is not
+// ZooKeeper).
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
@@ -239,17 +225,29 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		return nil, err
 	}
 	w := newWire()
+	// The callback sees every event (the channel drops some when full); it
+	// may fire before Connect has built the client.
+	var client atomic.Pointer[Client]
 	conn, events, err := zk.Connect(servers, o.sessionTimeout,
 		zk.WithDialer(w.dial),
 		zk.WithLogger(slogAdapter{o.logger}),
-		zk.WithLogInfo(false))
+		zk.WithLogInfo(false),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if c := client.Load(); c != nil {
+				c.onEvent(ev)
+			}
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("zklock: connect: %w", err)
 	}
 	c := newClient(conn, true, w, o)
-	c.start(events)
+	client.Store(c)
+	c.start(events, false)
 	if _, err := c.liveSession(ctx); err != nil {
 		c.Close()
+		if werr := w.lastError(); werr != nil {
+			return nil, fmt.Errorf("%w (last connection error: %w)", err, werr)
+		}
 		return nil, err
 	}
 	return c, nil
@@ -257,7 +255,8 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 
 // NewClient builds a Client on a connection the caller already has. zklock
 // reads events from events (the channel zk.Connect returned), so pass
-// WithEventHandler to keep seeing them. Close does not close conn.
+// WithEventHandler to keep seeing them. Close does not close conn; once its
+// owner closes conn, every call on the client fails with ErrClosed.
 //
 // A client built this way cannot see when the server last heard from it, so a
 // lease is presumed lost as soon as the connection drops rather than shortly
@@ -271,12 +270,8 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, 
 		return nil, err
 	}
 	c := newClient(conn, false, nil, o)
-	if conn.State() == zk.StateHasSession {
-		c.sess = newSession(conn.SessionID())
-		close(c.ready)
-		c.ready = make(chan struct{})
-	}
-	c.start(events)
+	c.syncSession()
+	c.start(events, true)
 	return c, nil
 }
 
@@ -306,8 +301,10 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 		wire:       w,
 		host:       host,
 		pid:        os.Getpid(),
+		handler:    newEventHandler(o.onEvent),
 		closing:    make(chan struct{}),
 		connClosed: make(chan struct{}),
+		connEnded:  make(chan struct{}),
 		eventsEnd:  make(chan struct{}),
 		sess:       newSession(0),
 		ready:      make(chan struct{}),
@@ -319,8 +316,9 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 	return c
 }
 
-func (c *Client) start(events <-chan zk.Event) {
-	go c.eventLoop(events)
+// start reads the event channel; trackSession when no callback does.
+func (c *Client) start(events <-chan zk.Event, trackSession bool) {
+	go c.eventLoop(events, trackSession)
 	for _, a := range c.opts.auth {
 		// go-zookeeper re-sends these after every reconnect.
 		if err := c.conn.AddAuth(a.scheme, a.auth); err != nil {
@@ -335,91 +333,6 @@ func (c *Client) ID() string { return c.id }
 // Conn returns the underlying connection, for requests zklock does not make.
 func (c *Client) Conn() *zk.Conn { return c.conn }
 
-// eventLoop follows the session. It never blocks on anything but the event
-// channel: go-zookeeper drops events when nobody reads.
-func (c *Client) eventLoop(events <-chan zk.Event) {
-	defer close(c.eventsEnd)
-	for {
-		var ev zk.Event
-		var ok bool
-		select {
-		case ev, ok = <-events:
-		case <-c.closing:
-			if c.ownConn {
-				// Drain until go-zookeeper closes the channel: its loop has ended then.
-				for range events {
-				}
-			}
-			return
-		}
-		if !ok {
-			c.mu.Lock()
-			c.sess.end()
-			c.mu.Unlock()
-			return
-		}
-		if ev.Type == zk.EventSession {
-			c.onSession(ev.State)
-		}
-		if c.opts.onEvent != nil {
-			c.opts.onEvent(ev)
-		}
-	}
-}
-
-func (c *Client) onSession(state zk.State) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch state {
-	case zk.StateHasSession:
-		id := c.conn.SessionID()
-		if id != c.sess.id || c.sess.ended() {
-			c.sess.end()
-			c.sess = newSession(id)
-			close(c.ready)
-			c.ready = make(chan struct{})
-			c.log.Info("zklock: session established", "session", fmt.Sprintf("0x%x", id))
-		}
-	case zk.StateExpired:
-		c.log.Warn("zklock: session expired", "session", fmt.Sprintf("0x%x", c.sess.id))
-		c.sess.end()
-	case zk.StateDisconnected:
-		if c.wire == nil {
-			// Without the wire clock the earliest possible expiry is unknown:
-			// leases are presumed lost at once (see NewClient).
-			for l := range c.leases {
-				l.presumeLost()
-			}
-		}
-	}
-}
-
-// session returns the current session, which may have ended.
-func (c *Client) session() *session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sess
-}
-
-// liveSession waits until the client has a session that has not ended.
-func (c *Client) liveSession(ctx context.Context) (*session, error) {
-	for {
-		c.mu.Lock()
-		s, ready := c.sess, c.ready
-		c.mu.Unlock()
-		if !s.ended() {
-			return s, nil
-		}
-		select {
-		case <-ready:
-		case <-c.closing:
-			return nil, ErrClosed
-		case <-ctx.Done():
-			return nil, fmt.Errorf("zklock: waiting for a session: %w", context.Cause(ctx))
-		}
-	}
-}
-
 func (c *Client) isClosed() bool {
 	select {
 	case <-c.closing:
@@ -433,13 +346,13 @@ func (c *Client) isClosed() bool {
 // every lease, runs pending cleanups, closes the connection if Connect opened
 // it, and waits for zklock's goroutines. It is idempotent and returns nil.
 //
-// Close takes at most about the cleanup timeout (WithCleanupTimeout), plus
-// up to a second go-zookeeper gives its close request, when it
-// owns the connection: deletes that cannot finish by then (the server is
-// unreachable) are abandoned by closing the session, which removes every
-// ephemeral node it holds once the server sees it gone. On a connection the
-// caller brought (NewClient), Close waits for those deletes until they finish
-// or the session ends.
+// Close takes at most about the cleanup timeout (WithCleanupTimeout) plus a
+// second when it owns the connection, whatever state the connection is in:
+// deletes that cannot finish by then (the server is unreachable) are
+// abandoned by closing the session, which removes every ephemeral node it
+// holds once the server sees it gone. On a connection the caller brought
+// (NewClient), Close waits for those deletes until they finish or the session
+// ends.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
@@ -464,17 +377,32 @@ func (c *Client) Close() error {
 			// Waiters, lease monitors and background deletes, as long as the
 			// deadline allows; closing the session ends the rest.
 			waitGroupCtx(ctx, &c.wg)
-			c.conn.Close()
-			close(c.connClosed)
+			c.closeConn()
 		}
 		c.wg.Wait()
 		c.cleaner.wait()
 		<-c.eventsEnd
+		c.handler.wait(time.Second)
 		c.mu.Lock()
 		c.sess.end()
 		c.mu.Unlock()
 	})
 	return nil
+}
+
+// closeConn closes an owned connection within about a second. go-zookeeper's
+// Close waits up to a second for the server to confirm the session's end,
+// and its loop may sit in a handshake with a server that never answers (its
+// read deadline is ten times the receive timeout): closing the sockets zklock
+// dialled ends that. With a live session the close request goes first, so
+// the server removes the session's nodes at once.
+func (c *Client) closeConn() {
+	if c.conn.State() != zk.StateHasSession {
+		c.wire.shutdown()
+	}
+	c.conn.Close()
+	c.wire.shutdown()
+	close(c.connClosed)
 }
 
 // waitGroupCtx waits for wg or ctx, whichever comes first.

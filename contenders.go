@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -65,7 +64,7 @@ func (c *Client) Contenders(ctx context.Context, path string) ([]Contender, erro
 			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, n.name, err)
 		}
 		ct := Contender{Node: path + "/" + n.name, Sequence: n.seq, Token: r.stat.Czxid, Data: r.data}
-		_ = json.Unmarshal(r.data, &ct.Owner) // not ours: the raw data says what there is
+		ct.Owner, _ = parseOwner(r.data) // not ours: the raw data says what there is
 		out = append(out, ct)
 	}
 	if len(out) > 0 {

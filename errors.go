@@ -28,8 +28,12 @@ var (
 	// and leases cut short by Close.
 	ErrClosed = errors.New("zklock: client closed")
 	// ErrSessionExpired ends a wait whose session expired when the client is
-	// configured not to re-queue (see WithRequeueOnExpiry).
+	// configured not to re-queue (see WithRequeueOnExpiry). It wraps
+	// zk.ErrSessionExpired.
 	ErrSessionExpired = errors.New("zklock: session expired while waiting")
+	// ErrQueueNodeDeleted ends a wait whose queue node someone else deleted
+	// (an operator, a tool) when the client is configured not to re-queue.
+	ErrQueueNodeDeleted = errors.New("zklock: queue node deleted by someone else while waiting")
 	// ErrInvalidOption reports an option value that cannot work.
 	ErrInvalidOption = errors.New("zklock: invalid option")
 )

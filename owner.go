@@ -26,6 +26,18 @@ func (o Owner) marshal() []byte {
 	return b
 }
 
+// parseOwner decodes the data of a lock node. ok is false, and the Owner
+// zero, for data zklock did not write: other libraries store other things
+// (Curator the client's IP address, kazoo an identifier string), and a record
+// that only partly decodes must not pass for a half-known owner. Every record
+// zklock writes names its client.
+func parseOwner(data []byte) (o Owner, ok bool) {
+	if err := json.Unmarshal(data, &o); err != nil || o.Client == "" {
+		return Owner{}, false
+	}
+	return o, true
+}
+
 type ownerKey struct{}
 
 // WithOwner returns a context that names an explicit owner for reentrant

@@ -32,8 +32,9 @@ func validatePath(p string) error {
 		}
 	}
 	for _, r := range p {
-		// The characters ZooKeeper's PathUtils rejects.
-		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) {
+		// The characters ZooKeeper's PathUtils rejects. It checks UTF-16 code
+		// units, so every rune above U+FFFF (a surrogate pair) is rejected too.
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0 {
 			return bad(fmt.Sprintf("invalid character %U", r))
 		}
 	}

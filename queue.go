@@ -15,89 +15,12 @@ import (
 )
 
 // This file holds the queue node's life: the protected create, the listing
-// pipelined behind it, the fetch of its fencing token, and its removal on
+// pipelined behind it, the read of its fencing token, and its removal on
 // every path that gives it up.
 
-// errRequeue means the caller's queue node vanished with its session (or was
-// deleted by someone else) while it waited: it may queue again, at the back.
-var errRequeue = errors.New("zklock: queue node gone")
-
-// track registers one more zklock goroutine or call that Close must wait
-// for; false once the client is closing.
-func (c *Client) track() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.isClosed() {
-		return false
-	}
-	c.wg.Add(1)
-	return true
-}
-
-type result[T any] struct {
-	v   T
-	err error
-}
-
-// trackRelease is track for a lease's release, which Close itself makes:
-// it succeeds until Close has finished releasing.
-func (c *Client) trackRelease() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.drained {
-		return false
-	}
-	c.wg.Add(1)
-	return true
-}
-
-// goCall runs fn (one ZooKeeper request) on its own goroutine, so the caller
-// can stop waiting for it: go-zookeeper's requests take no context, and one
-// queued during a disconnection waits for the reconnect. The caller must be
-// tracked (c.track), which keeps Close waiting for fn too.
-func goCall[T any](c *Client, fn func() (T, error)) <-chan result[T] {
-	ch := make(chan result[T], 1)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		v, err := fn()
-		ch <- result[T]{v, err}
-	}()
-	return ch
-}
-
-// await waits for a goCall result, the caller's ctx, or Close.
-func await[T any](ctx context.Context, c *Client, ch <-chan result[T]) (T, error) {
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctxErr(ctx)
-	case <-c.closing:
-		var zero T
-		return zero, ErrClosed
-	}
-}
-
-func ctxErr(ctx context.Context) error {
-	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
-		return fmt.Errorf("zklock: %w (%w)", ctx.Err(), cause)
-	}
-	return fmt.Errorf("zklock: %w", ctx.Err())
-}
-
-// retryable reports a request that failed because the connection dropped:
-// the session may live on, so the request may be tried again.
-func retryable(err error) bool {
-	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrNoServer)
-}
-
-// sessionGone reports an error after which the session's ephemeral nodes are
-// gone: it expired, or the connection was closed on purpose.
-func sessionGone(err error) bool {
-	return errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrClosing)
-}
+// errNodeDeleted means the caller's queue node was deleted by someone else
+// while its session lived on: it may queue again, at the back.
+var errNodeDeleted = errors.New("zklock: queue node deleted by someone else")
 
 // queueNode is one contender's ephemeral sequential node.
 type queueNode struct {
@@ -109,8 +32,9 @@ type queueNode struct {
 	sess  *session
 	owner Owner
 
-	fetchOnce sync.Once
-	fetched   chan struct{} // closed when the czxid fetch finished
+	startOnce sync.Once     // one background read at most
+	fetchOnce sync.Once     // one outcome
+	fetched   chan struct{} // closed when the own-node read finished
 	czxid     int64
 	ownEv     <-chan zk.Event // the own-node watch, when set
 	fetchErr  error
@@ -125,6 +49,12 @@ func newGUID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// createdNode is a create's outcome: the node's name and its session.
+type createdNode struct {
+	name    string
+	session int64
+}
+
 // enqueue creates the caller's node and returns it with a listing of the lock
 // path made after the create, or a nil listing if none is at hand. The create
 // carries a fresh GUID so that, if its reply is lost, the node is found again
@@ -133,104 +63,112 @@ func newGUID() string {
 // enqueue returns, or within the cleanup timeout in the background.
 func (c *Client) enqueue(ctx context.Context, lockPath string, owner Owner, sess *session) (*queueNode, []string, error) {
 	q := &queueNode{c: c, path: lockPath, guid: newGUID(), sess: sess, owner: owner, fetched: make(chan struct{})}
-	prefix := lockPath + "/" + protectedPrefix + q.guid + lockMarker
-	data := owner.marshal()
-	var listed <-chan result[[]string]
-	var sid int64 // the session the node was created in
-	for {
-		listed = nil
-		var written uint64
-		if c.wire != nil {
-			written = c.wire.writeCount()
-		}
-		created := goCall(c, func() (createdNode, error) {
-			name, err := c.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.opts.acl)
-			// A reply arrives on the connection's session of the moment: a
-			// session change needs a reconnect, which fails pending requests.
-			return createdNode{name, c.conn.SessionID()}, err
-		})
-		if c.wire != nil {
-			// Send the listing right behind the create: ZooKeeper runs one
-			// session's requests in order, so it sees the new node, and both
-			// replies come back in one round trip.
-			c.wire.waitWrite(written, 2*time.Millisecond)
-			listed = goCall(c, func() ([]string, error) {
-				ch, _, err := c.conn.Children(lockPath)
-				return ch, err
-			})
-		}
-		var name string
-		var err error
-		select {
-		case r := <-created:
-			name, sid, err = r.v.name, r.v.session, r.err
-		case <-ctx.Done():
-			c.abandonCreate(q, created)
-			return nil, nil, ctxErr(ctx)
-		case <-c.closing:
-			c.abandonCreate(q, created)
-			return nil, nil, ErrClosed
-		}
-		switch {
-		case err == nil:
-			q.name = name[len(lockPath)+1:]
-		case errors.Is(err, zk.ErrNoNode):
-			// The lock path does not exist yet, or a cleaner just removed it.
-			if err := c.ensureParents(ctx, lockPath); err != nil {
-				return nil, nil, err
-			}
-			continue
-		case retryable(err):
-			// The create may have happened with its reply lost: look for it.
-			found, err := c.findByGUID(ctx, q, false)
-			if err != nil {
-				// Keep looking in the background, where nobody waits.
-				c.abandonCreate(q, lostReply())
-				return nil, nil, err
-			}
-			if found.name == "" {
-				continue
-			}
-			q.name, sid = found.name, found.session
-			listed = nil
-		case sessionGone(err):
-			if c.isClosed() {
-				return nil, nil, ErrClosed
-			}
-			return nil, nil, errRequeue
-		default:
-			return nil, nil, fmt.Errorf("zklock: create lock node under %s: %w", lockPath, err)
-		}
-		break
+	node, listed, err := c.create(ctx, q)
+	if err != nil {
+		return nil, nil, err
 	}
-	if seq, ok := parseSeq(q.name); ok {
-		q.seq = seq
-	}
+	q.name = node.name[len(lockPath)+1:]
+	q.seq, _ = parseSeq(q.name)
 	// The node belongs to the session the create ran in, which need not be
 	// the one the caller started with: go-zookeeper sends a request queued
 	// during an expiry on the next session.
-	sess, err := c.sessionFor(ctx, sid)
-	if err != nil {
-		if !errors.Is(err, errRequeue) {
+	if q.sess, err = c.sessionFor(ctx, node.session); err != nil {
+		if !errors.Is(err, errSessionOver) {
 			q.sess = c.session()
-			c.abandon(q)
+			_ = c.abandon(q)
 		}
 		return nil, nil, err
 	}
-	q.sess = sess
-	if c.opts.watchOwnNode {
-		q.startFetch()
+	if listed == nil {
+		return q, nil, nil
 	}
-	var children []string
-	if listed != nil {
-		if r, err := await(ctx, c, listed); err == nil && contains(r, q.name) {
-			children = r
-		} else if err != nil && !retryable(err) && !errors.Is(err, zk.ErrNoNode) && !sessionGone(err) {
-			c.abandon(q)
-			return nil, nil, err
-		}
+	children, err := await(ctx, c, listed)
+	if classify(err) == errStop {
+		_ = c.abandon(q)
+		return nil, nil, err
+	}
+	if err != nil || !contains(children, q.name) {
+		children = nil // waitTurn lists again
 	}
 	return q, children, nil
+}
+
+// create makes q's node, creating the lock path if needed and recovering a
+// create whose reply was lost. It returns the node's full path and session,
+// and the listing sent right behind the create, if any.
+func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan result[[]string], error) {
+	prefix := q.path + "/" + protectedPrefix + q.guid + lockMarker
+	data := q.owner.marshal()
+	r := c.retrier(ctx, q.sess)
+	for {
+		created, listed := c.sendCreate(q.path, prefix, data)
+		var res result[createdNode]
+		select {
+		case res = <-created:
+		case <-ctx.Done():
+			c.abandonCreate(q, created)
+			return createdNode{}, nil, ctxErr(ctx)
+		case <-c.closing:
+			c.abandonCreate(q, created)
+			return createdNode{}, nil, ErrClosed
+		}
+		err := res.err
+		switch classify(err) {
+		case errNone:
+			return res.v, listed, nil
+		case errConnection:
+			// The create may have happened with its reply lost: look for it.
+			found, ferr := c.findByGUID(ctx, q, false)
+			if ferr != nil {
+				c.abandonCreate(q, lostReply()) // keep looking where nobody waits
+				return createdNode{}, nil, ferr
+			}
+			if found.name != "" {
+				found.name = q.path + "/" + found.name
+				return found, nil, nil
+			}
+		case errSession:
+			return createdNode{}, nil, errSessionOver
+		default:
+			if !errors.Is(err, zk.ErrNoNode) {
+				return createdNode{}, nil, fmt.Errorf("zklock: create lock node under %s: %w", q.path, err)
+			}
+			// The lock path does not exist yet, or a cleaner just removed it.
+			if err := c.ensureParents(ctx, q.path); err != nil {
+				return createdNode{}, nil, err
+			}
+			continue
+		}
+		if err := r.wait(); err != nil {
+			return createdNode{}, nil, err
+		}
+	}
+}
+
+// sendCreate sends the create and, when the wire can tell that it has left,
+// the listing right behind it: ZooKeeper runs one session's requests in
+// order, so the listing sees the new node, and both replies come back in one
+// round trip.
+func (c *Client) sendCreate(lockPath, prefix string, data []byte) (<-chan result[createdNode], <-chan result[[]string]) {
+	var written uint64
+	if c.wire != nil {
+		written = c.wire.writeCount()
+	}
+	created := goCall(c, func() (createdNode, error) {
+		name, err := c.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.opts.acl)
+		// A reply arrives on the connection's session of the moment: a
+		// session change needs a reconnect, which fails pending requests.
+		return createdNode{name, c.conn.SessionID()}, err
+	})
+	if c.wire == nil {
+		return created, nil
+	}
+	c.wire.waitWrite(written, 2*time.Millisecond)
+	listed := goCall(c, func() ([]string, error) {
+		ch, _, err := c.conn.Children(lockPath)
+		return ch, err
+	})
+	return created, listed
 }
 
 func contains(list []string, s string) bool {
@@ -242,12 +180,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// createdNode is a create's outcome: the node's path and its session.
-type createdNode struct {
-	name    string
-	session int64
-}
-
 // lostReply stands for a create whose reply was lost.
 func lostReply() <-chan result[createdNode] {
 	ch := make(chan result[createdNode], 1)
@@ -255,205 +187,268 @@ func lostReply() <-chan result[createdNode] {
 	return ch
 }
 
-// sessionFor returns the client's session with the given id, waiting for the
-// event loop to catch up with go-zookeeper; errRequeue if that session is
-// over (its ephemeral nodes are gone).
-func (c *Client) sessionFor(ctx context.Context, id int64) (*session, error) {
+// findByGUID looks in the lock path for a node carrying q's GUID that belongs
+// to the live session, after a create whose reply was lost. It returns a zero
+// createdNode if there is none. In the background (nobody waiting, possibly
+// during Close) it keeps going until it knows or the connection is closed.
+func (c *Client) findByGUID(ctx context.Context, q *queueNode, background bool) (createdNode, error) {
+	r := c.retrier(ctx, nil)
+	if background {
+		r = c.cleanupRetrier(nil)
+	}
 	for {
-		c.mu.Lock()
-		s, ready := c.sess, c.ready
-		c.mu.Unlock()
-		if s.id == id {
-			if s.ended() {
-				return nil, errRequeue
+		var found createdNode
+		var err error
+		if background {
+			found, err = c.lookForGUID(q)
+		} else {
+			found, err = call(ctx, c, func() (createdNode, error) { return c.lookForGUID(q) })
+		}
+		switch kind := classify(err); {
+		case kind == errNone:
+			return found, nil
+		case kind == errSession, errors.Is(err, zk.ErrNoNode):
+			return createdNode{}, nil // no node of the live session carries it
+		case kind != errConnection:
+			return createdNode{}, err
+		}
+		if err := r.wait(); err != nil {
+			if background {
+				return createdNode{}, nil // the connection is closed: nothing of the session remains
 			}
-			return s, nil
-		}
-		if c.conn.SessionID() != id {
-			return nil, errRequeue
-		}
-		select {
-		case <-ready:
-		case <-ctx.Done():
-			return nil, ctxErr(ctx)
-		case <-c.closing:
-			return nil, ErrClosed
+			return createdNode{}, err
 		}
 	}
 }
 
-// findByGUID looks in the lock path for a node carrying q's GUID that belongs
-// to the live session, after a create whose reply was lost. It returns a zero
-// createdNode if there is none. In the background (nobody waiting, possibly
-// during Close) it makes its requests directly and keeps going until it knows.
-func (c *Client) findByGUID(ctx context.Context, q *queueNode, background bool) (createdNode, error) {
-	list := func() ([]string, error) {
-		// A follower may not have applied the lost create yet: catch it up.
-		if _, err := c.conn.Sync(q.path); err != nil {
-			return nil, err
-		}
-		ch, _, err := c.conn.Children(q.path)
-		return ch, err
+// lookForGUID makes one search: it catches the server up with the leader (a
+// follower may not have applied the lost create yet), lists the lock path,
+// and adopts a node with q's GUID only if it belongs to the live session (a
+// node of an expired session may linger a moment).
+func (c *Client) lookForGUID(q *queueNode) (createdNode, error) {
+	if _, err := c.conn.Sync(q.path); err != nil {
+		return createdNode{}, err
 	}
-	for {
-		var children []string
-		var err error
-		if background {
-			select {
-			case <-c.connClosed:
-				return createdNode{}, nil // the session is closed: nothing of it remains
-			default:
-			}
-			children, err = list()
-		} else {
-			children, err = await(ctx, c, goCall(c, list))
-		}
-		switch {
-		case err == nil:
-		case retryable(err):
-			time.Sleep(20 * time.Millisecond) // go-zookeeper is reconnecting
+	children, _, err := c.conn.Children(q.path)
+	if err != nil {
+		return createdNode{}, err
+	}
+	for _, name := range children {
+		if !strings.Contains(name, q.guid) {
 			continue
-		case errors.Is(err, zk.ErrNoNode), sessionGone(err):
-			return createdNode{}, nil
-		default:
-			return createdNode{}, err
 		}
-		again := false
-		for _, name := range children {
-			if !strings.Contains(name, q.guid) {
-				continue
-			}
-			// A node of an expired session may linger a moment: adopt only
-			// one that belongs to the live session.
-			sid := c.conn.SessionID()
-			_, stat, err := c.conn.Exists(q.path + "/" + name)
-			switch {
-			case err == nil && stat != nil && stat.EphemeralOwner == sid:
-				return createdNode{name, sid}, nil
-			case err != nil && !errors.Is(err, zk.ErrNoNode):
-				again = true // unknown: look again rather than create a second node
-			}
+		sid := c.conn.SessionID()
+		ok, stat, err := c.conn.Exists(q.path + "/" + name)
+		if err != nil {
+			return createdNode{}, err // unknown: look again rather than create a second node
 		}
-		if !again {
-			return createdNode{}, nil
+		if ok && stat.EphemeralOwner == sid {
+			return createdNode{name, sid}, nil
 		}
 	}
+	return createdNode{}, nil
+}
+
+// ownRead is one read of the own node.
+type ownRead struct {
+	czxid int64
+	owner int64 // the session the node belongs to
+	ev    <-chan zk.Event
+}
+
+// readOwn reads q's node once, setting the own-node watch when enabled.
+func (q *queueNode) readOwn() (ownRead, error) {
+	c := q.c
+	if c.opts.watchOwnNode {
+		_, stat, ev, err := c.conn.GetW(q.full())
+		if err != nil {
+			return ownRead{}, err
+		}
+		return ownRead{stat.Czxid, stat.EphemeralOwner, ev}, nil
+	}
+	_, stat, err := c.conn.Get(q.full())
+	if err != nil {
+		return ownRead{}, err
+	}
+	return ownRead{czxid: stat.Czxid, owner: stat.EphemeralOwner}, nil
+}
+
+// finishFetch records the outcome of the own-node read, once.
+func (q *queueNode) finishFetch(r ownRead, err error) {
+	q.fetchOnce.Do(func() {
+		q.czxid, q.ownEv, q.fetchErr = r.czxid, r.ev, err
+		if err == nil && r.owner != q.sess.id {
+			q.fetchErr = fmt.Errorf("%w: node %s belongs to session 0x%x, not 0x%x", ErrLockLost, q.full(), r.owner, q.sess.id)
+		}
+		close(q.fetched)
+	})
 }
 
 // startFetch reads the node's creation zxid (the fencing token), setting the
 // own-node watch when enabled, in the background: it needs the node's name, so
 // it cannot ride with the create, but it can finish while the caller is
 // already using the lock.
-func (q *queueNode) startFetch() {
-	q.fetchOnce.Do(func() {
-		c := q.c
-		if !c.track() {
-			q.fetchErr = ErrClosed
-			close(q.fetched)
-			return
-		}
-		go func() {
-			defer c.wg.Done()
-			defer close(q.fetched)
-			for {
-				var stat *zk.Stat
-				var err error
-				if c.opts.watchOwnNode {
-					_, stat, q.ownEv, err = c.conn.GetW(q.full())
-				} else {
-					_, stat, err = c.conn.Get(q.full())
-				}
-				if retryable(err) && !q.sess.ended() && !c.isClosed() {
-					continue
-				}
-				if err != nil {
-					q.fetchErr = err
-					return
-				}
-				if stat.EphemeralOwner != q.sess.id {
-					q.fetchErr = fmt.Errorf("%w: node %s belongs to session 0x%x, not 0x%x", ErrLockLost, q.full(), stat.EphemeralOwner, q.sess.id)
-				}
-				q.czxid = stat.Czxid
+func (q *queueNode) startFetch() { q.startOnce.Do(q.fetchInBackground) }
+
+func (q *queueNode) fetchInBackground() {
+	c := q.c
+	select {
+	case <-q.fetched:
+		return // confirmHead read it already
+	default:
+	}
+	if !c.track() {
+		q.finishFetch(ownRead{}, ErrClosed)
+		return
+	}
+	go func() {
+		defer c.wg.Done()
+		r := c.retrier(context.Background(), q.sess)
+		for {
+			res, err := q.readOwn()
+			if classify(err) != errConnection {
+				q.finishFetch(res, err)
 				return
 			}
-		}()
-	})
+			if werr := r.wait(); werr != nil {
+				q.finishFetch(res, err)
+				return
+			}
+		}
+	}()
+}
+
+// confirmHead proves, after the holder ahead left, that q's node still exists
+// in its session: only then is the lock ours. (If someone deleted it, the
+// waiter behind it may also be watching that holder.) The read is the own-node
+// read of the lease, so it costs nothing extra when the own-node watch is on.
+func (c *Client) confirmHead(ctx context.Context, q *queueNode) error {
+	r := c.retrier(ctx, q.sess)
+	for {
+		res, err := call(ctx, c, q.readOwn)
+		switch kind := classify(err); {
+		case kind == errNone && res.owner == q.sess.id:
+			q.finishFetch(res, nil)
+			return nil
+		case kind == errNone, kind == errSession:
+			return errSessionOver
+		case errors.Is(err, zk.ErrNoNode):
+			return c.goneReason(q)
+		case kind != errConnection:
+			return fmt.Errorf("zklock: read %s: %w", q.full(), err)
+		}
+		if err := r.wait(); err != nil {
+			return err
+		}
+	}
+}
+
+// goneReason says why q's node is missing: its session ended, or someone
+// deleted it while the session lived on.
+func (c *Client) goneReason(q *queueNode) error {
+	if q.sess.ended() || c.conn.SessionID() != q.sess.id {
+		return errSessionOver
+	}
+	return errNodeDeleted
 }
 
 // abandonCreate cleans up after a create whose outcome the caller stopped
 // waiting for: once it is known, the node (if any) is removed.
 func (c *Client) abandonCreate(q *queueNode, created <-chan result[createdNode]) {
-	c.waitCleanup(func() {
+	_ = c.waitCleanup(func() error {
 		r := <-created
-		switch {
-		case r.err == nil:
+		switch classify(r.err) {
+		case errNone:
 			q.name = r.v.name[len(q.path)+1:]
-		case retryable(r.err):
+		case errConnection:
 			found, _ := c.findByGUID(context.Background(), q, true)
 			if found.name == "" {
-				return
+				return nil
 			}
 			q.name = found.name
 		default:
-			return // never created, or gone with the session
+			return nil // never created, or gone with the session
 		}
 		q.sess = c.session()
-		c.removeNode(q)
+		return c.removeNode(q)
 	})
 }
 
-// abandon removes a queue node the caller gives up.
-func (c *Client) abandon(q *queueNode) {
-	c.waitCleanup(func() { c.removeNode(q) })
+// abandon removes a queue node the caller gives up. Its error says the server
+// refused the delete: the node stays until its session ends.
+func (c *Client) abandon(q *queueNode) error {
+	return c.waitCleanup(func() error { return c.removeNode(q) })
 }
 
 // waitCleanup runs fn in the background and waits for it up to the cleanup
 // timeout: on a healthy connection the node is gone when the caller returns;
 // on a broken one the caller is not held hostage, and fn goes on (Close waits
 // for it) until the node or its session is gone.
-func (c *Client) waitCleanup(fn func()) {
-	done := make(chan struct{})
+func (c *Client) waitCleanup(fn func() error) error {
+	done := make(chan error, 1)
 	c.wg.Add(1) // callers are tracked, so the count is above zero
 	go func() {
 		defer c.wg.Done()
-		defer close(done)
-		fn()
+		done <- fn()
 	}()
 	t := time.NewTimer(c.opts.cleanupTimeout)
 	defer t.Stop()
 	select {
-	case <-done:
+	case err := <-done:
+		return err
 	case <-t.C:
 		c.log.Warn("zklock: queue node removal still pending after the cleanup timeout; it goes on in the background")
+		return nil
 	}
+}
+
+// removeInBackground removes q's node without anyone waiting (a lost lease).
+func (c *Client) removeInBackground(q *queueNode) {
+	if !c.trackRelease() {
+		return // Close has finished releasing and is closing the session
+	}
+	go func() {
+		defer c.wg.Done()
+		_ = c.removeNode(q)
+	}()
+}
+
+// trackRelease is track for a lease's release, which Close itself makes:
+// it succeeds until Close has finished releasing.
+func (c *Client) trackRelease() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.drained {
+		return false
+	}
+	c.wg.Add(1)
+	return true
 }
 
 // removeNode deletes q's node, retrying across disconnections until the node
 // or its session is gone. A delete is never sent on behalf of the caller's
-// context: a cancelled caller must still not leave a node behind.
+// context: a cancelled caller must still not leave a node behind. It fails
+// only when the server refuses the delete (an ACL, say).
 func (c *Client) removeNode(q *queueNode) error {
 	if q.removed.Load() {
 		return nil
 	}
+	r := c.cleanupRetrier(q.sess)
 	for {
 		err := c.conn.Delete(q.full(), -1)
-		switch {
-		case err == nil, errors.Is(err, zk.ErrNoNode), sessionGone(err):
+		switch kind := classify(err); {
+		case kind == errNone, kind == errSession, errors.Is(err, zk.ErrNoNode):
 			q.removed.Store(true)
 			c.cleaner.schedule(q.path)
 			return nil
-		case retryable(err):
-			select {
-			case <-q.sess.lost:
-				q.removed.Store(true) // gone with its session
-				return nil
-			case <-c.connClosed:
-				return nil // Close ended the session: the server removes the node
-			case <-time.After(50 * time.Millisecond):
-			}
-		default:
+		case kind != errConnection:
 			c.log.Warn("zklock: deleting queue node failed", "node", q.full(), "err", err)
 			return fmt.Errorf("zklock: delete %s: %w", q.full(), err)
+		}
+		if werr := r.wait(); werr != nil {
+			// The session is over, or Close closed it: the server removes the node.
+			q.removed.Store(errors.Is(werr, errSessionOver))
+			return nil
 		}
 	}
 }

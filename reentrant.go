@@ -151,9 +151,9 @@ func (r *ReentrantMutex) Release(ctx context.Context) error {
 	holds := c.holds[r.path]
 	h := holds[key]
 	if h == nil || h.lease == nil {
-		others := len(holds) > 0
+		other := heldByOther(holds, key)
 		c.mu.Unlock()
-		if others {
+		if other {
 			return fmt.Errorf("%w of %s", ErrNotOwner, r.path)
 		}
 		return fmt.Errorf("%w: %s", ErrNotHeld, r.path)
@@ -176,11 +176,22 @@ func (r *ReentrantMutex) Release(ctx context.Context) error {
 	defer c.mu.Unlock()
 	h.releasing = nil
 	close(rel)
-	if err != nil && h.lease.releasePending() {
+	if err != nil && h.lease.held() {
 		return err // the node is still there: the owner keeps its hold
 	}
 	r.forget(key, h)
 	return err
+}
+
+// heldByOther reports whether an owner other than key holds the lock (not
+// merely queues for it); c.mu is held.
+func heldByOther(holds map[string]*hold, key string) bool {
+	for k, h := range holds {
+		if k != key && h.lease != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Contenders lists everyone queued on the lock, holder first.

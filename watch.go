@@ -8,6 +8,14 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// This file holds the wait for a queue node's turn.
+
+// Outcomes of one step of the wait that are not the caller's business.
+var (
+	errLookAgain = errors.New("zklock: look again") // the node ahead changed: list again
+	errRetry     = errors.New("zklock: retry")      // the connection dropped: back off, then list again
+)
+
 // waitTurn waits until q is first in its lock path's queue. It watches only
 // the node just ahead (no herd: one release wakes one waiter) and re-checks
 // after every wake-up, because the node ahead may have left without ever
@@ -15,97 +23,120 @@ import (
 // q was created, or nil.
 //
 // With try set it never waits: ErrLocked if anyone is ahead.
-// errRequeue: q is gone (its session expired, or someone deleted it).
+// errSessionOver or errNodeDeleted: q is gone.
 func (c *Client) waitTurn(ctx context.Context, q *queueNode, children []string, try bool) error {
+	r := c.retrier(ctx, q.sess)
 	for {
+		var err error
 		if children == nil {
-			var err error
-			children, err = await(ctx, c, goCall(c, func() ([]string, error) {
-				ch, _, err := c.conn.Children(q.path)
-				return ch, err
-			}))
+			children, err = c.list(ctx, q)
+		}
+		if err == nil {
+			me, pred := queuePosition(children, q.name)
+			children = nil
 			switch {
-			case err == nil:
-			case retryable(err):
-				continue
-			case errors.Is(err, zk.ErrNoNode), sessionGone(err):
-				return errRequeue
-			default:
-				return fmt.Errorf("zklock: list %s: %w", q.path, err)
+			case me < 0:
+				return c.goneReason(q)
+			case me == 0:
+				return nil // the listing was made after q existed: q is first
+			case try:
+				return ErrLocked
 			}
-		}
-		nodes := sortedLockNodes(children)
-		children = nil
-		me := -1
-		for i, n := range nodes {
-			if n.name == q.name {
-				me = i
-				break
-			}
+			// Sequence numbers only grow, so nobody can join ahead of us:
+			// once the node ahead is the holder and it goes, the lock is
+			// ours without another listing.
+			err = c.waitPred(ctx, q, q.path+"/"+pred, me == 1)
 		}
 		switch {
-		case me < 0:
-			return errRequeue
-		case me == 0:
-			return q.stillOurs()
-		case try:
-			return ErrLocked
-		}
-		// Sequence numbers only grow, so nobody can join ahead of us: once
-		// the node ahead is the holder and it goes, the lock is ours without
-		// another listing.
-		predIsHolder := me == 1
-		pred := q.path + "/" + nodes[me-1].name
-		type watched struct {
-			ch <-chan zk.Event
-		}
-		// GetW, not ExistsW: on a node that just vanished ExistsW leaves a
-		// watch for its re-creation behind on the server; GetW leaves nothing.
-		w, err := await(ctx, c, goCall(c, func() (watched, error) {
-			_, _, ch, err := c.conn.GetW(pred)
-			return watched{ch}, err
-		}))
-		switch {
-		case err == nil:
-		case errors.Is(err, zk.ErrNoNode):
-			if predIsHolder {
-				return q.stillOurs()
+		case errors.Is(err, errLookAgain):
+		case errors.Is(err, errRetry):
+			if err := r.wait(); err != nil {
+				return err
 			}
-			continue
-		case retryable(err):
-			continue
-		case sessionGone(err):
-			return errRequeue
-		case errors.Is(err, ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			return err
 		default:
-			return fmt.Errorf("zklock: watch %s: %w", pred, err)
-		}
-		select {
-		case ev := <-w.ch:
-			if ev.Type == zk.EventNodeDeleted && predIsHolder {
-				return q.stillOurs()
-			}
-			// Any other wake-up (a waiter ahead left, data changed, the watch
-			// was dropped with the session): look again.
-		case <-q.sess.lost:
-			return errRequeue
-		case <-ctx.Done():
-			return ctxErr(ctx)
-		case <-c.closing:
-			return ErrClosed
+			return err
 		}
 	}
 }
 
-// stillOurs confirms, before q is declared first, that its session is the
-// connection's live session. A request queued while the connection was down
-// goes out on whatever session go-zookeeper has next; if ours expired in the
-// meantime, our node went with it, and an answer on the new session about
-// the node ahead says nothing about us.
-func (q *queueNode) stillOurs() error {
-	if q.sess.ended() || q.c.conn.SessionID() != q.sess.id {
-		return errRequeue
+// list lists q's lock path.
+func (c *Client) list(ctx context.Context, q *queueNode) ([]string, error) {
+	children, err := call(ctx, c, func() ([]string, error) {
+		ch, _, err := c.conn.Children(q.path)
+		return ch, err
+	})
+	switch kind := classify(err); {
+	case kind == errNone, kind == errStop:
+		return children, err
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, c.goneReason(q) // the lock path is gone, so is q
+	case kind == errConnection:
+		return nil, errRetry
+	case kind == errSession:
+		return nil, errSessionOver
 	}
-	return nil
+	return nil, fmt.Errorf("zklock: list %s: %w", q.path, err)
+}
+
+// queuePosition finds name among the lock nodes in children: its place in
+// queue order (-1 if absent) and the name of the node just ahead of it.
+func queuePosition(children []string, name string) (int, string) {
+	nodes := sortedLockNodes(children)
+	for i, n := range nodes {
+		if n.name == name {
+			if i == 0 {
+				return 0, ""
+			}
+			return i, nodes[i-1].name
+		}
+	}
+	return -1, ""
+}
+
+// waitPred watches pred, the node just ahead of q, until it changes. It
+// returns nil when the lock is q's: pred was the holder, it is gone, and q's
+// node still exists (confirmHead). A watch set with GetW, not ExistsW: on a
+// node that just vanished ExistsW leaves a watch for its re-creation behind
+// on the server; GetW leaves nothing. A waiter that gives up leaves its watch
+// on pred until pred changes or the session ends (go-zookeeper cannot remove
+// watches); the server keeps at most one watch per session and node.
+func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, predIsHolder bool) error {
+	ch, err := call(ctx, c, func() (<-chan zk.Event, error) {
+		_, _, ch, err := c.conn.GetW(pred)
+		return ch, err
+	})
+	switch kind := classify(err); {
+	case kind == errNone:
+	case errors.Is(err, zk.ErrNoNode):
+		if predIsHolder {
+			return c.confirmHead(ctx, q)
+		}
+		return errLookAgain
+	case kind == errStop:
+		return err
+	case kind == errConnection:
+		return errRetry
+	case kind == errSession:
+		return errSessionOver
+	default:
+		return fmt.Errorf("zklock: watch %s: %w", pred, err)
+	}
+	select {
+	case ev := <-ch:
+		switch {
+		case ev.Type == zk.EventNodeDeleted && predIsHolder:
+			return c.confirmHead(ctx, q)
+		case ev.Type == zk.EventNotWatching && classify(ev.Err) == errSession:
+			return errSessionOver
+		}
+		return errLookAgain // a waiter ahead left, or data changed: look again
+	case <-q.sess.lost:
+		return errSessionOver
+	case <-ctx.Done():
+		return ctxErr(ctx)
+	case <-c.closing:
+		return ErrClosed
+	case <-c.connEnded:
+		return errConnEnded
+	}
 }

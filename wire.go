@@ -1,7 +1,10 @@
 package zklock
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -18,26 +21,77 @@ import (
 // queue of send times matched against reply frames gives, for every reply, the
 // moment its request left: the server cannot have touched the session earlier.
 type wire struct {
-	epoch time.Time // monotonic base for the nanosecond stamps below
+	epoch  time.Time          // monotonic base for the nanosecond stamps below
+	ctx    context.Context    // cancelled by shutdown: dials end
+	cancel context.CancelFunc // shutdown
 
 	mu      sync.Mutex
+	conns   map[*wireConn]struct{} // open connections, closed by shutdown
+	closed  bool
+	lastErr error         // why the newest connection failed, for Connect's error
 	writes  uint64        // packets written, over all connections
 	written chan struct{} // closed and cleared on the next write; nil if nobody waits
 	contact int64         // send time (ns since epoch) of the newest request the server answered
 	granted time.Duration // session timeout from the newest connect response
 }
 
-func newWire() *wire { return &wire{epoch: time.Now()} }
+func newWire() *wire {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &wire{epoch: time.Now(), ctx: ctx, cancel: cancel, conns: make(map[*wireConn]struct{})}
+}
 
 func (w *wire) now() int64 { return int64(time.Since(w.epoch)) }
 
+// errWireClosed refuses dials once the client is closing.
+var errWireClosed = errors.New("zklock: client closing")
+
 // dial is a zk.Dialer that wraps every connection go-zookeeper opens.
 func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout(network, address, timeout)
+	d := net.Dialer{Timeout: timeout}
+	nc, err := d.DialContext(w.ctx, network, address)
 	if err != nil {
+		w.setErr(err)
 		return nil, err
 	}
-	return &wireConn{Conn: c, w: w}, nil
+	c := &wireConn{Conn: nc, w: w}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		nc.Close()
+		return nil, errWireClosed
+	}
+	w.conns[c] = struct{}{}
+	return c, nil
+}
+
+// shutdown closes every connection and refuses new ones: it ends a
+// handshake that go-zookeeper would otherwise wait on for many seconds.
+func (w *wire) shutdown() {
+	if w == nil {
+		return
+	}
+	w.cancel()
+	w.mu.Lock()
+	w.closed = true
+	conns := w.conns
+	w.conns = nil
+	w.mu.Unlock()
+	for c := range conns {
+		c.Conn.Close()
+	}
+}
+
+func (w *wire) setErr(err error) {
+	w.mu.Lock()
+	w.lastErr = err
+	w.mu.Unlock()
+}
+
+// lastError is why the newest connection failed, if it did.
+func (w *wire) lastError() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastErr
 }
 
 // writeCount and waitWrite let a caller know that a request it queued has
@@ -83,7 +137,7 @@ type wireConn struct {
 	sent    []int64 // send times of requests not yet answered, oldest first
 	lenBuf  [4]byte
 	lenN    int
-	left    int      // payload bytes still to come in the current frame
+	left    int64    // payload bytes still to come in the current frame (int64: a length may exceed 2^31 on 32-bit)
 	head    [16]byte // start of the current frame's payload
 	headN   int
 	handled bool // the current frame's header was processed
@@ -110,14 +164,37 @@ func (c *wireConn) Write(p []byte) (int, error) {
 func (c *wireConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.parse(p[:n])
+		if perr := c.parse(p[:n]); perr != nil {
+			// Refuse before go-zookeeper believes the length and allocates it.
+			c.w.setErr(perr)
+			c.Conn.Close()
+			return 0, perr
+		}
 	}
 	return n, err
 }
 
+func (c *wireConn) Close() error {
+	c.w.mu.Lock()
+	delete(c.w.conns, c)
+	c.w.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// maxConnectResponse bounds the first frame: ZooKeeper's connect response is
+// 36 or 37 bytes. Anything else (an HTTP server answers "HTTP", which reads
+// as a length of 1.2 GB) is not ZooKeeper.
+const (
+	minConnectResponse = 20
+	maxConnectResponse = 64
+)
+
+// errNotZooKeeper reports a server whose first reply is not a connect response.
+var errNotZooKeeper = errors.New("zklock: the server's reply is not ZooKeeper's")
+
 // parse walks frame boundaries: [4-byte length][payload]. Only the first 16
 // payload bytes matter: the connect response's timeout, or a reply's xid.
-func (c *wireConn) parse(b []byte) {
+func (c *wireConn) parse(b []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(b) > 0 {
@@ -126,26 +203,30 @@ func (c *wireConn) parse(b []byte) {
 			c.lenN += k
 			b = b[k:]
 			if c.lenN < 4 {
-				return
+				return nil
 			}
 			c.lenN = 0
-			c.left = int(binary.BigEndian.Uint32(c.lenBuf[:]))
+			c.left = int64(binary.BigEndian.Uint32(c.lenBuf[:]))
+			if c.frames == 0 && (c.left < minConnectResponse || c.left > maxConnectResponse) {
+				return fmt.Errorf("%w (first frame of %d bytes, starting %q)", errNotZooKeeper, c.left, c.lenBuf[:])
+			}
 			c.headN, c.handled = 0, false
 			if c.left == 0 {
 				continue
 			}
 		}
-		take := min(len(b), c.left)
+		take := int(min(int64(len(b)), c.left))
 		if c.headN < len(c.head) {
 			c.headN += copy(c.head[c.headN:], b[:take])
 		}
 		b = b[take:]
-		c.left -= take
+		c.left -= int64(take)
 		if !c.handled && (c.headN == len(c.head) || c.left == 0) {
 			c.handled = true
 			c.frame()
 		}
 	}
+	return nil
 }
 
 // frame handles one frame header; c.mu is held.

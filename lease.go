@@ -1,0 +1,409 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Lease is one holding of a lock: from the Acquire that returned it until
+// Release, or until the lock is lost.
+//
+// A lock can be lost while the holder still runs: the session expires, the
+// node is deleted by someone else, or the client cannot reach ZooKeeper for
+// so long that the server may already have given the lock to another. Done is
+// closed the moment zklock knows or must presume this, before any other
+// session could be granted the lock, but a holder that is paused (GC, VM
+// freeze) notices only when it runs again: Err checks the loss rule at the
+// moment it is called, so check it right before acting. Protect the resource
+// itself with the fencing token: have it reject writes carrying a token lower
+// than the highest it has seen.
+type Lease struct {
+	c *Client
+	q *queueNode
+
+	presumed    chan struct{} // closed when the connection dropped and there is no wire clock
+	presumeOnce sync.Once
+
+	mu         sync.Mutex
+	state      leaseState
+	err        error // why the lease ended; nil until then
+	deferred   error // a loss seen while a Release was deleting the node
+	errClaimed bool  // a Release has reported the end already
+	done       chan struct{}
+}
+
+// leaseState is where a lease is in its life. The transitions, all in this
+// file: held → releasing (Release starts the delete); releasing → ended (the
+// delete is confirmed, or the caller stopped waiting); releasing → held (the
+// server refused the delete: the node is still there and still watched);
+// held → ended (loss). A loss seen while releasing waits for the delete's
+// outcome: a confirmed delete proves the node was ours until then.
+type leaseState int
+
+const (
+	leaseHeld leaseState = iota
+	leaseReleasing
+	leaseEnded
+)
+
+// newLease registers q as a held lease and starts its monitor; nil if the
+// client is closing. A lease that must already be presumed lost (a pause
+// between the grant and now, a connection that just dropped) is returned
+// with Done closed.
+func (c *Client) newLease(q *queueNode) *Lease {
+	l := &Lease{c: c, q: q, presumed: make(chan struct{}), done: make(chan struct{})}
+	c.mu.Lock()
+	if c.isClosed() {
+		c.mu.Unlock()
+		return nil
+	}
+	c.leases[l] = struct{}{}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	if err := c.lossCheck(q); err != nil {
+		l.lose(err)
+	}
+	go l.monitor()
+	return l
+}
+
+// Node returns the full path of the lock node.
+func (l *Lease) Node() string { return l.q.full() }
+
+// Sequence returns the node's sequence number within its lock path.
+func (l *Lease) Sequence() int64 { return l.q.seq }
+
+// Token returns the fencing token: the creation zxid of the lock node, unique
+// across the ensemble and larger for every later holder of the same path,
+// even after the path was deleted and recreated. It may wait for one round
+// trip the first time (the read runs behind Acquire). It returns 0 if the
+// node could not be read, or the lease ended before the read came back; Err
+// then reports why.
+func (l *Lease) Token() int64 {
+	l.q.startFetch() // already under way unless the own-node watch is off
+	select {
+	case <-l.q.fetched:
+	case <-l.done:
+		select {
+		case <-l.q.fetched: // both ready: the token is known
+		default:
+			return 0 // ended (lost) while the read waits for the server
+		}
+	}
+	if l.q.fetchErr != nil {
+		return 0 // the monitor turns the failed read into the loss it means
+	}
+	return l.q.czxid
+}
+
+// Done returns a channel closed when the lease ends for any reason: Release,
+// loss, or Close.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while the lease is held, then why it ended: ErrReleased,
+// ErrClosed, or an error matching ErrLockLost that wraps the cause. It applies
+// the loss rule at the moment it is called, so a holder that was paused learns
+// of a loss from Err even before the monitor has run.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	state, err := l.state, l.err
+	l.mu.Unlock()
+	if state != leaseHeld {
+		return err
+	}
+	if lerr := l.c.lossCheck(l.q); lerr != nil {
+		l.lose(lerr)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.err
+	}
+	return nil
+}
+
+// presumeLost is called from the event goroutine when the connection dropped
+// and there is no wire clock; it must not block.
+func (l *Lease) presumeLost() { l.presumeOnce.Do(func() { close(l.presumed) }) }
+
+// Release gives the lock up: it deletes the node and closes Done. A second
+// Release returns ErrNotHeld. Releasing a lease that was lost returns its loss
+// error. If ctx ends before the delete is confirmed, Release returns ctx's
+// error; the lease is over all the same, and the delete goes on in the
+// background until the node or its session is gone. If the server refuses
+// the delete (an ACL without delete permission, say), Release returns that
+// error and the lease stays held, and watched, so Release can be tried again.
+func (l *Lease) Release(ctx context.Context) error {
+	return l.release(ctx, ErrReleased)
+}
+
+func (l *Lease) release(ctx context.Context, reason error) error {
+	if err := l.beginRelease(); err != nil {
+		return err
+	}
+	c := l.c
+	done := make(chan error, 1)
+	if c.trackRelease() {
+		go func() {
+			defer c.wg.Done()
+			done <- c.removeNode(l.q)
+		}()
+	} else {
+		done <- c.removeNode(l.q) // Close has finished releasing: no new goroutines
+	}
+	select {
+	case err := <-done:
+		return l.endRelease(reason, err)
+	case <-ctx.Done():
+		l.endRelease(reason, nil) // the delete goes on in the background
+		return ctxErr(ctx)
+	}
+}
+
+// beginRelease moves a held lease to releasing, or says why it cannot.
+func (l *Lease) beginRelease() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.state {
+	case leaseReleasing:
+		return ErrNotHeld
+	case leaseEnded:
+		if l.errClaimed || errors.Is(l.err, ErrReleased) {
+			return ErrNotHeld
+		}
+		l.errClaimed = true
+		return l.err
+	}
+	l.state = leaseReleasing
+	return nil
+}
+
+// endRelease applies the delete's outcome: ended, or held again if the
+// server refused it (then a loss seen meanwhile takes effect).
+func (l *Lease) endRelease(reason, delErr error) error {
+	l.mu.Lock()
+	if delErr == nil {
+		l.state = leaseHeld // so that end applies
+		l.endLocked(reason)
+		l.errClaimed = true
+		l.mu.Unlock()
+		l.c.forgetLease(l)
+		return nil
+	}
+	l.state = leaseHeld
+	deferred := l.deferred
+	l.deferred = nil
+	l.mu.Unlock()
+	if deferred != nil {
+		l.lose(deferred)
+	}
+	return delErr
+}
+
+// endLocked closes Done with err; l.mu is held and the lease is held.
+func (l *Lease) endLocked(err error) {
+	l.state = leaseEnded
+	l.err = err
+	close(l.done)
+}
+
+// lose ends a held lease with err and removes its node in the background if
+// the session may still hold it, so the queue behind it moves. While a
+// Release is deleting the node, the loss waits for the delete's outcome.
+func (l *Lease) lose(err error) {
+	l.mu.Lock()
+	switch l.state {
+	case leaseEnded:
+		l.mu.Unlock()
+		return
+	case leaseReleasing:
+		if l.deferred == nil {
+			l.deferred = err
+		}
+		l.mu.Unlock()
+		return
+	}
+	l.endLocked(err)
+	l.mu.Unlock()
+	c := l.c
+	c.log.Warn("zklock: lock lost", "node", l.q.full(), "err", err)
+	c.forgetLease(l)
+	// Delete by name even if the session seems over: the name carries our
+	// GUID, and a node that is already gone costs one NoNode.
+	c.removeInBackground(l.q)
+}
+
+func (c *Client) forgetLease(l *Lease) {
+	c.mu.Lock()
+	delete(c.leases, l)
+	c.mu.Unlock()
+}
+
+func (c *Client) presumeLeasesLost() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for l := range c.leases {
+		l.presumeLost()
+	}
+}
+
+// monitor ends the lease when the lock is lost: the session expires, the node
+// is deleted by someone else, or contact with the server has been lost for so
+// long that the session may have expired (see lossCheck). It runs until the
+// lease has ended, including while a Release is under way.
+func (l *Lease) monitor() {
+	c := l.c
+	defer c.wg.Done()
+	q := l.q
+	fetched := q.fetched // without the own-node watch, closed only if Token reads the node
+	var own <-chan zk.Event
+	var rewatch <-chan result[<-chan zk.Event]
+	timer := time.NewTimer(c.checkInterval())
+	defer timer.Stop()
+	for {
+		var lost error
+		select {
+		case <-l.done:
+			return
+		case <-fetched:
+			fetched, own = nil, q.ownEv
+			if q.fetchErr != nil {
+				lost = fetchLost(q.full(), q.fetchErr)
+			}
+		case ev := <-own:
+			own = nil
+			lost = l.ownNodeEvent(ev)
+			if lost == nil {
+				rewatch = l.watchOwnNode()
+			}
+		case r := <-rewatch:
+			rewatch, own = nil, r.v // nil after an error: the other checks still apply
+			if errors.Is(r.err, zk.ErrNoNode) {
+				lost = deletedByOther(q.full())
+			}
+		case <-q.sess.lost:
+			lost = c.lossCheck(q)
+		case <-l.presumed:
+			lost = fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)
+		case <-timer.C:
+			lost = c.lossCheck(q)
+			timer.Reset(c.checkInterval())
+		}
+		if lost != nil {
+			l.lose(lost)
+			if l.currentState() != leaseHeld {
+				return // ended, or a Release decides
+			}
+		}
+	}
+}
+
+// held reports a lease that is neither ended nor being released.
+func (l *Lease) held() bool { return l.currentState() == leaseHeld }
+
+func (l *Lease) currentState() leaseState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state
+}
+
+// ownNodeEvent turns an event of the own-node watch into the loss it means,
+// or nil when the node is still there (its data changed: watch again).
+func (l *Lease) ownNodeEvent(ev zk.Event) error {
+	c := l.c
+	switch {
+	case ev.Type == zk.EventNodeDeleted:
+		if c.wire != nil && c.untilLossDeadline() <= 0 {
+			// Woken after a pause: the server expired the session and
+			// deleted the node itself.
+			return fmt.Errorf("%w: no word from ZooKeeper for longer than the session can be trusted (node %s is gone)", ErrLockLost, l.q.full())
+		}
+		return deletedByOther(l.q.full())
+	case ev.Type == zk.EventNotWatching:
+		if c.isClosed() {
+			return ErrClosed
+		}
+		return fmt.Errorf("%w: watch on %s ended: %w", ErrLockLost, l.q.full(), ev.Err)
+	}
+	return nil
+}
+
+// watchOwnNode sets the own-node watch again, without blocking the monitor.
+func (l *Lease) watchOwnNode() <-chan result[<-chan zk.Event] {
+	c, node := l.c, l.q.full()
+	return goCall(c, func() (<-chan zk.Event, error) {
+		_, _, ch, err := c.conn.GetW(node)
+		return ch, err
+	})
+}
+
+func deletedByOther(node string) error {
+	return fmt.Errorf("%w: node %s was deleted by someone else", ErrLockLost, node)
+}
+
+// fetchLost turns a failed read of the lease's own node into the loss it means.
+func fetchLost(node string, err error) error {
+	switch {
+	case errors.Is(err, ErrLockLost), errors.Is(err, ErrClosed):
+		return err
+	case errors.Is(err, zk.ErrNoNode):
+		return deletedByOther(node)
+	case errors.Is(err, zk.ErrSessionExpired):
+		return fmt.Errorf("%w: session expired: %w", ErrLockLost, err)
+	default:
+		return fmt.Errorf("%w: reading %s: %w", ErrLockLost, node, err)
+	}
+}
+
+// lossFraction is the part of the granted session timeout, counted from the
+// last moment the server is known to have heard from this client, after which
+// a lease is presumed lost. ZooKeeper expires a session no earlier than one
+// timeout after it last heard from the client (it rounds expiry up to the next
+// tick), and only then can another session be granted the lock; the 20%
+// margin absorbs timer lateness and clock-rate differences.
+const lossFraction = 0.8
+
+// lossCheck is the loss rule: why a lease on q must be presumed lost now, or
+// nil. It needs no event: it reads the session id and the wire clock.
+func (c *Client) lossCheck(q *queueNode) error {
+	switch {
+	case q.sess.ended() || c.conn.SessionID() != q.sess.id:
+		if c.isClosed() {
+			return ErrClosed
+		}
+		if c.connIsEnded() {
+			return fmt.Errorf("%w: the connection was closed", ErrLockLost)
+		}
+		return fmt.Errorf("%w: session expired: %w", ErrLockLost, zk.ErrSessionExpired)
+	case c.wire != nil:
+		if c.untilLossDeadline() <= 0 {
+			return fmt.Errorf("%w: no word from ZooKeeper for longer than the session can be trusted", ErrLockLost)
+		}
+	case c.conn.State() != zk.StateHasSession:
+		return fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)
+	}
+	return nil
+}
+
+// untilLossDeadline returns how long until leases must be presumed lost.
+func (c *Client) untilLossDeadline() time.Duration {
+	contact, granted := c.wire.lastContact()
+	if granted <= 0 {
+		granted = c.opts.sessionTimeout
+	}
+	return time.Until(contact.Add(time.Duration(float64(granted) * lossFraction)))
+}
+
+// checkInterval is how long the monitor sleeps between loss checks: until the
+// loss deadline, and at most a third of the session timeout, so a session
+// change that no event announced is noticed too.
+func (c *Client) checkInterval() time.Duration {
+	d := c.opts.sessionTimeout / 3
+	if c.wire != nil {
+		d = min(d, c.untilLossDeadline())
+	}
+	return max(d, time.Millisecond)
+}

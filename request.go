@@ -1,0 +1,177 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// This file holds how one ZooKeeper request is run, awaited, classified and
+// retried. Every retry in the package goes through retrier.
+
+// errKind says what a request's error means for the session and the request.
+type errKind int
+
+const (
+	errNone       errKind = iota
+	errConnection         // the connection dropped: the session may live on, the request may be sent again
+	errSession            // the session is over (expired, or closed on purpose): its ephemeral nodes are gone
+	errRefused            // the server answered with an error: sending it again gives the same answer
+	errStop               // not ZooKeeper's: the caller's ctx ended or the client closed
+)
+
+// classify sorts an error from go-zookeeper. go-zookeeper does not normalise
+// network errors: a reset while a request is written comes back raw
+// ("connection reset by peer", "broken pipe"), not as ErrConnectionClosed.
+func classify(err error) errKind {
+	var netErr net.Error
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return errNone
+	case stopped(err): // before net.Error: context.DeadlineExceeded is one
+		return errStop
+	case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+		return errSession
+	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionMoved), errors.Is(err, zk.ErrNoServer),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.As(err, &netErr), errors.As(err, &errno):
+		return errConnection
+	default:
+		return errRefused
+	}
+}
+
+// Back-off between retries: go-zookeeper queues requests while it reconnects,
+// so a retry only spins when the connection is gone for good; the back-off
+// bounds that case, and the exits in wait end it.
+const (
+	retryFirst = 10 * time.Millisecond
+	retryMax   = 500 * time.Millisecond
+)
+
+// retrier is the one retry policy: exponential back-off with jitter, ended by
+// ctx, by the loss of the session the request belongs to (nil: any session),
+// by Close, and by the connection ending for good.
+type retrier struct {
+	c      *Client
+	ctx    context.Context
+	sess   *session
+	closed <-chan struct{} // Close began (callers), or closed the connection (cleanups)
+	delay  time.Duration
+}
+
+// retrier is the policy for a caller: it stops when Close begins.
+func (c *Client) retrier(ctx context.Context, sess *session) *retrier {
+	return &retrier{c: c, ctx: ctx, sess: sess, closed: c.closing}
+}
+
+// cleanupRetrier is the policy for removing what a caller left: it goes on
+// during Close, until Close has closed the connection (the server then
+// removes the session's nodes itself).
+func (c *Client) cleanupRetrier(sess *session) *retrier {
+	return &retrier{c: c, ctx: context.Background(), sess: sess, closed: c.connClosed}
+}
+
+// errSessionOver ends a retry whose session ended: its nodes are gone.
+var errSessionOver = errors.New("zklock: session over")
+
+// wait sleeps before the next attempt, or returns why there is none.
+func (r *retrier) wait() error {
+	if r.delay == 0 {
+		r.delay = retryFirst
+	} else {
+		r.delay = min(2*r.delay, retryMax)
+	}
+	t := time.NewTimer(r.delay/2 + rand.N(r.delay/2+1))
+	defer t.Stop()
+	var lost <-chan struct{}
+	if r.sess != nil {
+		lost = r.sess.lost
+	}
+	select {
+	case <-t.C:
+		return nil
+	case <-lost:
+		return errSessionOver
+	case <-r.closed:
+		return ErrClosed
+	case <-r.c.connEnded:
+		return errConnEnded
+	case <-r.ctx.Done():
+		return ctxErr(r.ctx)
+	}
+}
+
+// track registers one more zklock goroutine or call that Close must wait
+// for; false once the client is closing.
+func (c *Client) track() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.isClosed() {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+type result[T any] struct {
+	v   T
+	err error
+}
+
+// goCall runs fn (one ZooKeeper request) on its own goroutine, so the caller
+// can stop waiting for it: go-zookeeper's requests take no context, and one
+// queued during a disconnection waits for the reconnect. The caller must be
+// tracked (c.track), which keeps Close waiting for fn too.
+func goCall[T any](c *Client, fn func() (T, error)) <-chan result[T] {
+	ch := make(chan result[T], 1)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		v, err := fn()
+		ch <- result[T]{v, err}
+	}()
+	return ch
+}
+
+// await waits for a goCall result, the caller's ctx, or Close.
+func await[T any](ctx context.Context, c *Client, ch <-chan result[T]) (T, error) {
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctxErr(ctx)
+	case <-c.closing:
+		var zero T
+		return zero, ErrClosed
+	}
+}
+
+// call runs fn under ctx: goCall then await.
+func call[T any](ctx context.Context, c *Client, fn func() (T, error)) (T, error) {
+	return await(ctx, c, goCall(c, fn))
+}
+
+func ctxErr(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		return fmt.Errorf("zklock: %w (%w)", ctx.Err(), cause)
+	}
+	return fmt.Errorf("zklock: %w", ctx.Err())
+}
+
+// stopped reports an error that means the caller must stop: its ctx ended or
+// the client closed. Such errors come from await and retrier, never from
+// ZooKeeper.
+func stopped(err error) bool {
+	return errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
