@@ -168,3 +168,22 @@ func TestContainersRemovedByServerWithoutCleaner(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok, "without a cleanup root, ancestors are persistent")
 }
+
+// A lock path that is the cleanup root itself is never removed: the root
+// and everything above it stay.
+func TestCleanerNeverRemovesItsRoot(t *testing.T) {
+	obs := observer(t)
+	root := cleanRoot(t, obs) + "/a"
+	c := connect(t, zklock.WithCleanupRoot(root), zklock.WithCleanupDelay(50*time.Millisecond))
+	for _, p := range []string{root, root + "/later"} { // the root's cleanup is due first
+		m, err := c.NewMutex(p)
+		require.NoError(t, err)
+		l, err := m.Acquire(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, l.Release(context.Background()))
+	}
+	waitGone(t, obs, root+"/later")
+	ok, _, err := obs.Exists(root)
+	require.NoError(t, err)
+	require.True(t, ok, "the cleaner removed its own root")
+}

@@ -368,6 +368,7 @@ func (c *Client) Close() error {
 			if err := l.release(ctx, ErrClosed); err != nil && !errors.Is(err, ErrNotHeld) {
 				c.log.Warn("zklock: release on close", "node", l.Node(), "err", err)
 			}
+			l.endOnClose() // a refused delete leaves it held: the session's end removes the node
 		}
 		c.mu.Lock()
 		c.drained = true

@@ -203,6 +203,16 @@ func (l *Lease) endRelease(reason, delErr error) error {
 	return delErr
 }
 
+// endOnClose ends a lease Close could not release (the server refused the
+// delete): closing the session removes the node.
+func (l *Lease) endOnClose() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state == leaseHeld {
+		l.endLocked(ErrClosed)
+	}
+}
+
 // endLocked closes Done with err; l.mu is held and the lease is held.
 func (l *Lease) endLocked(err error) {
 	l.state = leaseEnded

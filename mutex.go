@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -90,11 +91,18 @@ func (c *Client) acquireOnce(ctx context.Context, lockPath string, owner Owner, 
 	if c.opts.watchOwnNode {
 		q.startFetch() // unless confirmHead read the node already
 	}
+	if hook := testHookBeforeLease.Load(); hook != nil {
+		(*hook)() // a pause at the worst moment, in tests
+	}
 	if l := c.newLease(q); l != nil {
 		return l, nil
 	}
 	return nil, c.giveUp(q, ErrClosed)
 }
+
+// testHookBeforeLease, set only by tests, runs between the grant and the
+// making of the lease.
+var testHookBeforeLease atomic.Pointer[func()]
 
 // giveUp removes q after err ended its wait. If the server refuses the delete
 // (an ACL), the error names the node, which stays until its session ends.

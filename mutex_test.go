@@ -3,6 +3,9 @@ package zklock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -457,4 +460,138 @@ func TestRequestCostHandOffs(t *testing.T) {
 	require.EqualValues(t, w+1, after.Int("zk_cnt_updatelatency")-before.Int("zk_cnt_updatelatency"), "writes")
 	require.EqualValues(t, (w-1)+w, after.Int("zk_cnt_readlatency")-before.Int("zk_cnt_readlatency"), "reads")
 	require.EqualValues(t, 2*w+1, zktest.WatchEventsFired(before, after), "watch events")
+}
+
+// watchersOf counts the sessions watching node, from the server's wchp.
+func watchersOf(t testing.TB, node string) int {
+	t.Helper()
+	out, err := zktest.FourLetter(ctxTimeout(t, 5*time.Second), cluster.Addrs()[0], "wchp")
+	require.NoError(t, err)
+	n, in := 0, false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case line == node:
+			in = true
+		case strings.HasPrefix(line, "/"):
+			in = false
+		case in && strings.TrimSpace(line) != "":
+			n++
+		}
+	}
+	return n
+}
+
+type acquired struct {
+	l   *zklock.Lease
+	err error
+}
+
+func acquireAsync(t *testing.T, m *zklock.Mutex) <-chan acquired {
+	ch := make(chan acquired, 1)
+	go func() {
+		l, err := m.Acquire(ctxTimeout(t, 30*time.Second))
+		ch <- acquired{l, err}
+	}()
+	return ch
+}
+
+// H holds, W waits behind H, X behind W. Someone deletes W's node: X now
+// also watches H. When H leaves, only X may get the lock; W queues again.
+func TestWaiterWhoseNodeWasDeletedIsNeverGranted(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ownNodeWatch=%v", watch), func(t *testing.T) {
+			p, obs, _, h := holding(t)
+			h.Token()
+			mw, err := connect(t, zklock.WithOwnNodeWatch(watch)).NewMutex(p)
+			require.NoError(t, err)
+			mx, err := connect(t, zklock.WithOwnNodeWatch(watch)).NewMutex(p)
+			require.NoError(t, err)
+			w := acquireAsync(t, mw)
+			waitChildren(t, obs, p, 2)
+			x := acquireAsync(t, mx)
+			queue := waitChildren(t, obs, p, 3)
+			queue = lockChildren(t, obs, p)
+			before := watchersOf(t, h.Node())
+			require.NoError(t, obs.Delete(p+"/"+queue[1], -1))
+			eventually(t, "X watches the holder", func() bool { return watchersOf(t, h.Node()) == before+1 })
+
+			require.NoError(t, h.Release(context.Background()))
+			got := <-x
+			require.NoError(t, got.err)
+			waitChildren(t, obs, p, 2) // X holds, W queued again behind it
+			select {
+			case r := <-w:
+				t.Fatalf("W was granted on a deleted node while X holds: %v", r)
+			default:
+			}
+			require.NoError(t, got.l.Release(context.Background()))
+			r := <-w
+			require.NoError(t, r.err)
+			require.NoError(t, r.l.Release(context.Background()))
+		})
+	}
+}
+
+// With re-queueing off, a waiter whose node someone deleted says so (not
+// that its session expired).
+func TestRequeueOffReportsDeletedNode(t *testing.T) {
+	p, obs, _, h := holding(t)
+	m, err := connect(t, zklock.WithRequeueOnExpiry(false)).NewMutex(p)
+	require.NoError(t, err)
+	w := acquireAsync(t, m)
+	queue := waitChildren(t, obs, p, 2)
+	queue = lockChildren(t, obs, p)
+	require.NoError(t, obs.Delete(p+"/"+queue[1], -1))
+	require.NoError(t, h.Release(context.Background()))
+	r := <-w
+	require.ErrorIs(t, r.err, zklock.ErrQueueNodeDeleted)
+	require.NotErrorIs(t, r.err, zklock.ErrSessionExpired)
+}
+
+// A create whose reply is lost (the connection is cut after the server made
+// the node) is recovered by its GUID: no second node, and the lock works.
+func TestLostCreateReplyAdoptsTheNode(t *testing.T) {
+	p, obs, _, h := holding(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	m, err := connectVia(t, []string{proxy.Addr()}).NewMutex(p)
+	require.NoError(t, err)
+	proxy.StallReplies()
+	w := acquireAsync(t, m)
+	waitChildren(t, obs, p, 2) // the create reached the server; its reply is held
+	proxy.Cut()
+	proxy.Resume()
+
+	require.NoError(t, h.Release(context.Background()))
+	r := <-w
+	require.NoError(t, r.err)
+	require.Equal(t, []string{path.Base(r.l.Node())}, lockChildren(t, obs, p), "exactly the adopted node")
+	require.NoError(t, r.l.Release(context.Background()))
+	require.Empty(t, lockChildren(t, obs, p))
+}
+
+// A connection reset right before Release (go-zookeeper then returns the raw
+// network error) must not leave the node blocking the queue, nor fail.
+func TestResetBeforeReleaseDoesNotBlockTheQueue(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	m, err := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(testSession)).NewMutex(p)
+	require.NoError(t, err)
+	other, err := connect(t).NewMutex(p)
+	require.NoError(t, err)
+	for round := 0; round < 3; round++ {
+		l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+		require.NoError(t, err)
+		proxy.Cut()
+		require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)), "round %d", round)
+		ol, err := other.Acquire(ctxTimeout(t, 2*time.Second))
+		require.NoError(t, err, "round %d: the queue is blocked", round)
+		require.NoError(t, ol.Release(context.Background()))
+
+		proxy.Cut() // and right before an Acquire's create
+		l, err = m.Acquire(ctxTimeout(t, 10*time.Second))
+		require.NoError(t, err, "round %d", round)
+		require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
+	}
+	require.Empty(t, lockChildren(t, obs, p))
 }

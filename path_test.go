@@ -193,7 +193,6 @@ func FuzzValidatePath(f *testing.F) {
 	})
 }
 
-
 // zkAcceptsPath is ZooKeeper's PathUtils.validatePath, which the server runs
 // on every create. It looks at UTF-16 code units, as Java strings are, and
 // the server decodes invalid UTF-8 to U+FFFD.

@@ -249,3 +249,25 @@ func TestReentrantSharedOwnerHammer(t *testing.T) {
 	require.Zero(t, overlaps)
 	require.Empty(t, lockChildren(t, observer(t), p))
 }
+
+// An owner whose first Acquire is still queued does not hold the lock: its
+// Release says ErrNotHeld, not ErrNotOwner.
+func TestReentrantReleaseWhileOwnAcquireQueued(t *testing.T) {
+	p, obs, _, h := holding(t)
+	r, err := connect(t).NewReentrantMutex(p)
+	require.NoError(t, err)
+	job := zklock.WithOwner(context.Background(), "job-7")
+	got := make(chan error, 1)
+	go func() {
+		_, err := r.Acquire(job)
+		got <- err
+	}()
+	waitChildren(t, obs, p, 2)
+	err = r.Release(job)
+	require.ErrorIs(t, err, zklock.ErrNotHeld)
+	require.NotErrorIs(t, err, zklock.ErrNotOwner)
+
+	require.NoError(t, h.Release(context.Background()))
+	require.NoError(t, <-got)
+	require.NoError(t, r.Release(job))
+}

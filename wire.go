@@ -50,7 +50,9 @@ func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, e
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(w.ctx, network, address)
 	if err != nil {
-		w.setErr(err)
+		if w.ctx.Err() == nil {
+			w.setErr(err)
+		}
 		return nil, err
 	}
 	c := &wireConn{Conn: nc, w: w}

@@ -29,6 +29,7 @@ type Proxy struct {
 	mu      sync.Mutex
 	stalled bool
 	resume  chan struct{} // closed when a stall ends
+	replies chan struct{} // closed while replies (server to client) flow; see StallReplies
 	blocked bool
 	closed  bool
 	next    int
@@ -76,9 +77,11 @@ func ListenProxy(targets ...string) (*Proxy, error) {
 		ctx:     ctx,
 		cancel:  cancel,
 		resume:  make(chan struct{}),
+		replies: make(chan struct{}),
 		pairs:   map[*pair]struct{}{},
 	}
 	close(p.resume)
+	close(p.replies)
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
@@ -116,6 +119,24 @@ func (p *Proxy) Resume() {
 	if p.stalled {
 		p.stalled = false
 		close(p.resume)
+	}
+	select {
+	case <-p.replies:
+	default:
+		close(p.replies)
+	}
+}
+
+// StallReplies holds what servers send to clients, while requests still flow
+// from clients to servers: a request reaches the server, and its reply is
+// lost if the connection is then Cut. Resume ends it.
+func (p *Proxy) StallReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.replies:
+		p.replies = make(chan struct{})
+	default:
 	}
 }
 
@@ -255,24 +276,36 @@ func (p *Proxy) dialTarget() (net.Conn, error) {
 	return nil, errors.Join(errs...)
 }
 
-// waitFlowing blocks while the proxy is stalled. It reports false if the
-// connection was shut meanwhile.
-func (p *Proxy) waitFlowing(done <-chan struct{}) bool {
-	p.mu.Lock()
-	ch := p.resume
-	p.mu.Unlock()
-	select {
-	case <-ch:
+// waitFlowing blocks while the proxy is stalled (for replies, also while
+// replies are stalled). It reports false if the connection was shut meanwhile.
+func (p *Proxy) waitFlowing(done <-chan struct{}, reply bool) bool {
+	for {
+		p.mu.Lock()
+		ch, rch := p.resume, p.replies
+		p.mu.Unlock()
+		if !reply {
+			rch = closedChan
+		}
 		select {
 		case <-done:
 			return false
-		default:
+		case <-ch:
+		}
+		select {
+		case <-done:
+			return false
+		case <-rch:
+		}
+		p.mu.Lock()
+		flowing := ch == p.resume && (!reply || rch == p.replies)
+		p.mu.Unlock()
+		if flowing {
 			return true
 		}
-	case <-done:
-		return false
 	}
 }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // pump copies src to dst, holding each chunk while the proxy is stalled. A
 // read error (the peer closed) is also held, then closes the pair.
@@ -281,8 +314,9 @@ func (pr *pair) pump(src, dst net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		reply := src == pr.server
 		if n > 0 {
-			if !pr.p.waitFlowing(pr.done) {
+			if !pr.p.waitFlowing(pr.done, reply) {
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -291,7 +325,7 @@ func (pr *pair) pump(src, dst net.Conn) {
 			}
 		}
 		if err != nil {
-			if pr.p.waitFlowing(pr.done) {
+			if pr.p.waitFlowing(pr.done, reply) {
 				pr.shut(false)
 			}
 			return

@@ -1,0 +1,164 @@
+package zklock_test
+
+import (
+	"context"
+	"io"
+	"log"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// connectBound is how long Connect and Close may run past their deadline.
+const connectBound = 1500 * time.Millisecond
+
+// silentServer accepts connections and never answers.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// garbageServer answers every connection like an HTTP server refusing a bad
+// request, then closes it.
+func garbageServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Read(make([]byte, 512))
+			_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Connect returns by its deadline against a server that accepts and never
+// answers (go-zookeeper alone waits ten times its receive timeout), and
+// against one that answers something other than ZooKeeper.
+func TestConnectIsBoundedByItsDeadline(t *testing.T) {
+	servers := map[string]string{"silent": silentServer(t), "http": garbageServer(t)}
+	for name, addr := range servers {
+		t.Run(name, func(t *testing.T) {
+			const deadline = time.Second
+			start := time.Now()
+			_, err := zklock.Connect(ctxTimeout(t, deadline), []string{addr})
+			took := time.Since(start)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.Less(t, took, deadline+connectBound, "Connect overran its deadline")
+			if name == "http" {
+				require.ErrorContains(t, err, "not ZooKeeper's")
+			}
+		})
+	}
+}
+
+// Close is bounded while go-zookeeper sits in a handshake with a server that
+// accepted the connection and does not answer.
+func TestCloseIsBoundedMidHandshake(t *testing.T) {
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	const cleanup = 500 * time.Millisecond
+	var states = make(chan zk.State, 100)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(3*time.Second), zklock.WithCleanupTimeout(cleanup),
+		zklock.WithEventHandler(func(ev zk.Event) {
+			if ev.Type == zk.EventSession {
+				states <- ev.State
+			}
+		}))
+	proxy.Stall()
+	proxy.Cut()
+	for s := range states {
+		if s == zk.StateConnected { // a new connection is open, its handshake held by the proxy
+			break
+		}
+	}
+	start := time.Now()
+	require.NoError(t, c.Close())
+	require.Less(t, time.Since(start), cleanup+connectBound, "Close overran its bound")
+	proxy.Resume()
+}
+
+// A slow event handler must not make zklock miss the session's events: after
+// an expiry the old lease ends and a new session is used.
+func TestSlowEventHandlerDoesNotHideTheSession(t *testing.T) {
+	const timeout = time.Second
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(timeout),
+		zklock.WithEventHandler(func(zk.Event) { time.Sleep(20 * time.Millisecond) }))
+	m, err := c.NewMutex(lockPath(t))
+	require.NoError(t, err)
+	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	l.Token() // the own-node watch is set: expiry sends one NotWatching for it
+	proxy.Stall()
+	<-l.Done()
+	time.Sleep(2 * timeout) // well past the expiry on the server
+	proxy.Resume()
+	require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+
+	other, err := c.NewMutex(lockPath(t))
+	require.NoError(t, err)
+	l2, err := other.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err, "a new session was established but zklock did not see it")
+	require.NoError(t, l2.Release(context.Background()))
+}
+
+// When the owner closes the connection under a NewClient, a waiting Acquire
+// with no deadline ends with ErrClosed, promptly and without spinning.
+func TestCallerClosingConnectionEndsWaits(t *testing.T) {
+	p, obs, _, _ := holding(t)
+	conn, events, err := zk.Connect(cluster.Addrs(), testSession, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	require.NoError(t, err)
+	c, err := zklock.NewClient(conn, events)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	m, err := c.NewMutex(p)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Acquire(context.Background())
+		done <- err
+	}()
+	waitChildren(t, obs, p, 2)
+
+	cpu, start := cpuTime(), time.Now()
+	conn.Close()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, zklock.ErrClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Acquire went on after its connection was closed")
+	}
+	used, wall := cpuTime()-cpu, time.Since(start)
+	require.Less(t, used, wall/2+200*time.Millisecond, "CPU %v in %v: a hot loop", used, wall)
+}

@@ -1,0 +1,141 @@
+package zklock_test
+
+import (
+	"io"
+	"log"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// adminACL lets everyone create, read and write, but only "admin" delete:
+// a client without the admin's digest cannot remove its own lock node.
+func adminACL() []zk.ACL {
+	return append(zk.WorldACL(zk.PermCreate|zk.PermRead|zk.PermWrite|zk.PermAdmin), zk.DigestACL(zk.PermAll, "admin", "secret")...)
+}
+
+// noDeletePath creates a lock path whose children only the admin can delete,
+// and an observer logged in as the admin; the path is removed at the end.
+func noDeletePath(t *testing.T) (string, *zk.Conn) {
+	t.Helper()
+	p := lockPath(t)
+	obs := observer(t)
+	require.NoError(t, obs.AddAuth("digest", []byte("admin:secret")))
+	parts := strings.Split(p[1:], "/")
+	for i := 1; i < len(parts); i++ {
+		_, err := obs.Create("/"+strings.Join(parts[:i], "/"), nil, 0, zk.WorldACL(zk.PermAll))
+		if err != zk.ErrNodeExists {
+			require.NoError(t, err)
+		}
+	}
+	_, err := obs.Create(p, nil, 0, adminACL())
+	require.NoError(t, err)
+	return p, obs
+}
+
+// A Release the server refuses leaves the lease held, and still watched: a
+// later deletion of its node ends it at once.
+func TestRefusedReleaseKeepsLeaseWatched(t *testing.T) {
+	p, obs := noDeletePath(t)
+	m, err := connect(t, zklock.WithCleanupDelay(0)).NewMutex(p)
+	require.NoError(t, err)
+	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NotZero(t, l.Token())
+
+	require.ErrorIs(t, l.Release(ctxTimeout(t, 10*time.Second)), zk.ErrNoAuth)
+	require.NoError(t, l.Err(), "a refused release leaves the lease held")
+	select {
+	case <-l.Done():
+		t.Fatal("Done closed after a refused release")
+	default:
+	}
+
+	require.NoError(t, obs.Delete(l.Node(), -1))
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease did not notice its node's deletion after a refused release")
+	}
+	require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+}
+
+// A waiter that gives up and cannot delete its node says which node it left.
+func TestGiveUpNamesNodeLeftWhenDeleteRefused(t *testing.T) {
+	p, obs := noDeletePath(t)
+	holder, err := connect(t).NewMutex(p)
+	require.NoError(t, err)
+	_, err = holder.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+
+	other, err := connect(t, zklock.WithCleanupTimeout(2*time.Second)).NewMutex(p)
+	require.NoError(t, err)
+	_, err = other.TryAcquire(ctxTimeout(t, 10*time.Second))
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	require.ErrorIs(t, err, zk.ErrNoAuth)
+	children := lockChildren(t, obs, p)
+	require.Len(t, children, 2, "the refused node is still there")
+	require.Contains(t, err.Error(), p+"/"+children[1], "the error names the node left behind")
+}
+
+// A lease made after a pause longer than the loss rule allows (here: between
+// the grant and the making of the lease) is handed out already ended.
+func TestLeaseMadeAfterPauseIsEndedAtOnce(t *testing.T) {
+	const timeout = time.Second
+	p := lockPath(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	m, err := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(timeout)).NewMutex(p)
+	require.NoError(t, err)
+	zklock.SetHookBeforeLease(func() {
+		proxy.Stall()
+		time.Sleep(timeout) // past 80 % of the session timeout with no word from the server
+	})
+	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+	zklock.SetHookBeforeLease(nil)
+	proxy.Resume()
+	require.NoError(t, err)
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("a lease that must be presumed lost was handed out with Done open")
+	}
+	require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+}
+
+// The same on a caller's connection (no wire clock): a drop just before the
+// lease is made ends it at once.
+func TestLeaseMadeAfterDropIsEndedAtOnceOnCallersConnection(t *testing.T) {
+	p := lockPath(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	conn, events, err := zk.Connect([]string{proxy.Addr()}, 4*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	require.NoError(t, err)
+	t.Cleanup(conn.Close)
+	c, err := zklock.NewClient(conn, events)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	m, err := c.NewMutex(p)
+	require.NoError(t, err)
+	zklock.SetHookBeforeLease(func() {
+		proxy.Block(true)
+		proxy.Cut()
+		for conn.State() == zk.StateHasSession {
+			time.Sleep(time.Millisecond)
+		}
+	})
+	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+	zklock.SetHookBeforeLease(nil)
+	proxy.Block(false)
+	require.NoError(t, err)
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("a lease made while disconnected was handed out with Done open")
+	}
+	require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+}
