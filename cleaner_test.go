@@ -170,19 +170,21 @@ func TestContainersRemovedByServerWithoutCleaner(t *testing.T) {
 }
 
 // A lock path that is the cleanup root itself is never removed: the root
-// and everything above it stay.
+// and everything above it stay. A sentinel lock path outside the root,
+// released after it, tells when the root's cleanup has had its turn.
 func TestCleanerNeverRemovesItsRoot(t *testing.T) {
 	obs := observer(t)
 	root := cleanRoot(t, obs) + "/a"
+	sentinel := root + "-sentinel"
 	c := connect(t, zklock.WithCleanupRoot(root), zklock.WithCleanupDelay(50*time.Millisecond))
-	for _, p := range []string{root, root + "/later"} { // the root's cleanup is due first
+	for _, p := range []string{root, sentinel} {
 		m, err := c.NewMutex(p)
 		require.NoError(t, err)
 		l, err := m.Acquire(context.Background())
 		require.NoError(t, err)
 		require.NoError(t, l.Release(context.Background()))
 	}
-	waitGone(t, obs, root+"/later")
+	waitGone(t, obs, sentinel)
 	ok, _, err := obs.Exists(root)
 	require.NoError(t, err)
 	require.True(t, ok, "the cleaner removed its own root")

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,8 +98,10 @@ func TestCloseIsBoundedMidHandshake(t *testing.T) {
 		}))
 	proxy.Stall()
 	proxy.Cut()
+	dropped := false
 	for s := range states {
-		if s == zk.StateConnected { // a new connection is open, its handshake held by the proxy
+		dropped = dropped || s == zk.StateDisconnected
+		if dropped && s == zk.StateConnected { // a new connection is open, its handshake held by the proxy
 			break
 		}
 	}
@@ -108,23 +111,40 @@ func TestCloseIsBoundedMidHandshake(t *testing.T) {
 	proxy.Resume()
 }
 
-// A slow event handler must not make zklock miss the session's events: after
-// an expiry the old lease ends and a new session is used.
+// zklock's view of the session must not depend on the user's event handler:
+// with a handler stuck from before an expiry until after it (the extreme of
+// a slow one, which makes go-zookeeper drop events when its 6-slot channel is
+// full), the old leases end and a new session is used.
 func TestSlowEventHandlerDoesNotHideTheSession(t *testing.T) {
 	const timeout = time.Second
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	var stuck atomic.Bool
+	unstick := make(chan struct{})
 	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(timeout),
-		zklock.WithEventHandler(func(zk.Event) { time.Sleep(20 * time.Millisecond) }))
-	m, err := c.NewMutex(lockPath(t))
-	require.NoError(t, err)
-	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
-	require.NoError(t, err)
-	l.Token() // the own-node watch is set: expiry sends one NotWatching for it
+		zklock.WithEventHandler(func(zk.Event) {
+			if stuck.Load() {
+				<-unstick
+			}
+		}))
+	t.Cleanup(func() { close(unstick) }) // before Close, which waits for the handler
+	var leases []*zklock.Lease
+	for i := 0; i < 8; i++ {
+		m, err := c.NewMutex(lockPath(t))
+		require.NoError(t, err)
+		l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+		require.NoError(t, err)
+		l.Token()
+		leases = append(leases, l)
+	}
+	stuck.Store(true)
 	proxy.Stall()
-	<-l.Done()
+	<-leases[0].Done()
 	time.Sleep(2 * timeout) // well past the expiry on the server
 	proxy.Resume()
-	require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+	for _, l := range leases {
+		<-l.Done()
+		require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+	}
 
 	other, err := c.NewMutex(lockPath(t))
 	require.NoError(t, err)
