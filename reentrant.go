@@ -58,72 +58,103 @@ func holdKey(explicit string, goroutine int64) string {
 func (r *ReentrantMutex) Acquire(ctx context.Context) (*Lease, error) {
 	explicit, g := ownerID(ctx)
 	key := holdKey(explicit, g)
-	c := r.c
 	for {
-		c.mu.Lock()
-		if c.isClosed() {
-			c.mu.Unlock()
-			return nil, ErrClosed
-		}
-		holds := c.holds[r.path]
-		if holds == nil {
-			holds = make(map[string]*hold)
-			c.holds[r.path] = holds
-		}
-		h := holds[key]
-		if h == nil {
-			break
-		}
-		select {
-		case <-h.ready:
-		default:
-			// The same owner is already queueing from elsewhere: wait for it
-			// rather than queueing behind ourselves.
-			c.mu.Unlock()
-			select {
-			case <-h.ready:
-				continue
-			case <-ctx.Done():
-				return nil, ctxErr(ctx)
-			}
-		}
-		if rel := h.releasing; rel != nil {
-			// The last hold is being released: wait, then queue afresh
-			// (or take the hold back if the delete failed).
-			c.mu.Unlock()
-			select {
-			case <-rel:
-				continue
-			case <-ctx.Done():
-				return nil, ctxErr(ctx)
-			}
-		}
-		if err := h.lease.Err(); err != nil {
-			c.mu.Unlock()
+		next, err := r.claim(key)
+		switch {
+		case err != nil:
 			return nil, err
+		case next.wait != nil:
+			select {
+			case <-next.wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctxErr(ctx)
+			}
+		case next.nested != nil:
+			return r.checkNested(key, next.nested)
 		}
-		if h.count == math.MaxInt32 {
-			c.mu.Unlock()
-			return nil, fmt.Errorf("zklock: %s held %d times by one owner: too many re-entries", r.path, h.count)
-		}
-		h.count++
-		c.mu.Unlock()
+		return r.first(ctx, key, next.fresh, explicit, g)
+	}
+}
+
+// reentry is what an Acquire does next: wait and look again, use a hold it
+// re-entered, or queue for the lock with a fresh hold.
+type reentry struct {
+	wait   <-chan struct{}
+	nested *hold
+	fresh  *hold
+}
+
+// claim looks at the owner's hold on the path, under the client's lock.
+func (r *ReentrantMutex) claim(key string) (reentry, error) {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.isClosed() {
+		return reentry{}, ErrClosed
+	}
+	holds := c.holds[r.path]
+	if holds == nil {
+		holds = make(map[string]*hold)
+		c.holds[r.path] = holds
+	}
+	h := holds[key]
+	switch {
+	case h == nil:
+		h = &hold{ready: make(chan struct{})}
+		holds[key] = h
+		return reentry{fresh: h}, nil
+	case !isDone(h.ready):
+		// The same owner is already queueing from elsewhere: wait for it
+		// rather than queueing behind ourselves.
+		return reentry{wait: h.ready}, nil
+	case h.releasing != nil:
+		// The last hold is being released: wait, then queue afresh (or
+		// take the hold back if the delete failed).
+		return reentry{wait: h.releasing}, nil
+	case h.count == math.MaxInt32:
+		return reentry{}, fmt.Errorf("zklock: %s held %d times by one owner: too many re-entries", r.path, h.count)
+	}
+	h.count++
+	return reentry{nested: h}, nil
+}
+
+// checkNested returns the re-entered lease, or, if it has been lost, undoes
+// the re-entry and returns the loss. Err runs outside the client's lock: it
+// may end the lease, which takes that lock.
+func (r *ReentrantMutex) checkNested(key string, h *hold) (*Lease, error) {
+	err := h.lease.Err()
+	if err == nil {
 		return h.lease, nil
 	}
-	h := &hold{ready: make(chan struct{})}
-	c.holds[r.path][key] = h
-	c.mu.Unlock()
+	r.c.mu.Lock()
+	h.count--
+	r.c.mu.Unlock()
+	return nil, err
+}
 
+// first queues for the lock with the owner's fresh hold h.
+func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explicit string, g int64) (*Lease, error) {
+	c := r.c
 	l, err := c.acquire(ctx, r.path, c.ownerRecord(explicit, g), false)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
 		r.forget(key, h)
 	} else {
 		h.lease, h.count = l, 1
 	}
 	close(h.ready)
-	c.mu.Unlock()
 	return l, err
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // forget drops h from the holds; c.mu is held.

@@ -162,11 +162,15 @@ func call[T any](ctx context.Context, c *Client, fn func() (T, error)) (T, error
 	return await(ctx, c, goCall(c, fn))
 }
 
-func ctxErr(ctx context.Context) error {
+// ctxErr is why ctx ended, as zklock returns it.
+func ctxErr(ctx context.Context) error { return fmt.Errorf("zklock: %w", ctxCause(ctx)) }
+
+// ctxCause is ctx's error, with its cause when one was given.
+func ctxCause(ctx context.Context) error {
 	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
-		return fmt.Errorf("zklock: %w (%w)", ctx.Err(), cause)
+		return fmt.Errorf("%w (%w)", ctx.Err(), cause)
 	}
-	return fmt.Errorf("zklock: %w", ctx.Err())
+	return ctx.Err()
 }
 
 // stopped reports an error that means the caller must stop: its ctx ended or

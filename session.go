@@ -120,17 +120,9 @@ func (c *Client) liveSession(ctx context.Context) (*session, error) {
 		case <-c.connEnded:
 			return nil, errConnEnded
 		case <-ctx.Done():
-			return nil, fmt.Errorf("zklock: waiting for a session: %w", ctxErrCause(ctx))
+			return nil, fmt.Errorf("zklock: waiting for a session: %w", ctxCause(ctx))
 		}
 	}
-}
-
-// ctxErrCause is ctx's error, with its cause when one was given.
-func ctxErrCause(ctx context.Context) error {
-	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
-		return fmt.Errorf("%w (%w)", ctx.Err(), cause)
-	}
-	return ctx.Err()
 }
 
 // sessionFor returns the client's session with the given id, waiting for the
