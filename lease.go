@@ -156,7 +156,10 @@ func (l *Lease) release(ctx context.Context, reason error) error {
 	}
 	select {
 	case err := <-done:
-		return l.endRelease(reason, err)
+		if err := l.endRelease(reason, err); err != nil {
+			return fmt.Errorf("zklock: release %s: %w", l.q.full(), err)
+		}
+		return nil
 	case <-ctx.Done():
 		l.endRelease(reason, nil) // the delete goes on in the background
 		return ctxErr(ctx)

@@ -108,7 +108,7 @@ var testHookBeforeLease atomic.Pointer[func()]
 // (an ACL), the error names the node, which stays until its session ends.
 func (c *Client) giveUp(q *queueNode, err error) error {
 	if derr := c.abandon(q); derr != nil {
-		return fmt.Errorf("%w; queue node %s stays until the session ends: %w", err, q.full(), derr)
+		return fmt.Errorf("%w; queue node %s stays until the session ends (its delete was refused: %w)", err, q.full(), derr)
 	}
 	return err
 }

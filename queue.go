@@ -428,7 +428,8 @@ func (c *Client) trackRelease() bool {
 // removeNode deletes q's node, retrying across disconnections until the node
 // or its session is gone. A delete is never sent on behalf of the caller's
 // context: a cancelled caller must still not leave a node behind. It fails
-// only when the server refuses the delete (an ACL, say).
+// only when the server refuses the delete (an ACL, say), with the server's
+// error as it is: callers say what they were doing.
 func (c *Client) removeNode(q *queueNode) error {
 	if q.removed.Load() {
 		return nil
@@ -443,7 +444,7 @@ func (c *Client) removeNode(q *queueNode) error {
 			return nil
 		case kind != errConnection:
 			c.log.Warn("zklock: deleting queue node failed", "node", q.full(), "err", err)
-			return fmt.Errorf("zklock: delete %s: %w", q.full(), err)
+			return err
 		}
 		if werr := r.wait(); werr != nil {
 			// The session is over, or Close closed it: the server removes the node.

@@ -43,7 +43,7 @@ func newWire() *wire {
 func (w *wire) now() int64 { return int64(time.Since(w.epoch)) }
 
 // errWireClosed refuses dials once the client is closing.
-var errWireClosed = errors.New("zklock: client closing")
+var errWireClosed = errors.New("client closing")
 
 // dial is a zk.Dialer that wraps every connection go-zookeeper opens.
 func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, error) {
@@ -192,7 +192,8 @@ const (
 )
 
 // errNotZooKeeper reports a server whose first reply is not a connect response.
-var errNotZooKeeper = errors.New("zklock: the server's reply is not ZooKeeper's")
+// It is reported inside Connect's error, so it carries no prefix of its own.
+var errNotZooKeeper = errors.New("the server's reply is not ZooKeeper's")
 
 // parse walks frame boundaries: [4-byte length][payload]. Only the first 16
 // payload bytes matter: the connect response's timeout, or a reply's xid.
