@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/zkserver"
 )
 
 // Client is a go-zookeeper connection for tests. It records every session
@@ -21,7 +23,7 @@ type Client struct {
 	events  []zk.Event
 	cursor  int           // WaitState consumes events up to here
 	changed chan struct{} // closed and replaced on every new event
-	log     *guardedLogf
+	log     *zkserver.Log
 }
 
 // Connect connects to servers (Cluster.Addrs() or a Proxy.Addr()) with the
@@ -30,7 +32,7 @@ type Client struct {
 // do not pass zk.WithEventCallback, Client installs its own.
 func Connect(t testing.TB, servers []string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) *Client {
 	t.Helper()
-	c := &Client{changed: make(chan struct{}), log: newGuardedLogf(t.Logf)}
+	c := &Client{changed: make(chan struct{}), log: zkserver.NewLog(t.Logf)}
 	zopts := []func(*zk.Conn){zk.WithLogger(logger{c.log})}
 	zopts = append(zopts, opts...)
 	zopts = append(zopts, zk.WithEventCallback(c.record))
@@ -48,7 +50,7 @@ func Connect(t testing.TB, servers []string, sessionTimeout time.Duration, opts 
 	c.Conn = conn
 	t.Cleanup(func() {
 		conn.Close()
-		c.log.close()
+		c.log.Close()
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -104,6 +106,6 @@ func (c *Client) States() []zk.State {
 	return out
 }
 
-type logger struct{ g *guardedLogf }
+type logger struct{ g *zkserver.Log }
 
-func (l logger) Printf(format string, args ...any) { l.g.logf("zk client: "+format, args...) }
+func (l logger) Printf(format string, args ...any) { l.g.Logf("zk client: "+format, args...) }

@@ -3,6 +3,6 @@ package zktest
 // SetBeforeLaunch installs a hook run after ports are chosen and before the
 // servers are launched; it returns a function that removes it.
 func SetBeforeLaunch(f func(addrs []string)) (restore func()) {
-	testHookBeforeLaunch = func(c *Cluster) { f(c.Addrs()) }
+	testHookBeforeLaunch = f
 	return func() { testHookBeforeLaunch = nil }
 }

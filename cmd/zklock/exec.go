@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -122,49 +121,10 @@ type execOpts struct {
 }
 
 func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
-	o := execOpts{
-		conn:    connFlagsOf(fset),
-		timeout: flagValue[time.Duration](fset, "timeout"),
-		try:     flagValue[bool](fset, "try"),
-		session: flagValue[time.Duration](fset, "session-timeout"),
-		grace:   flagValue[time.Duration](fset, "grace"),
-		owner:   flagValue[string](fset, "owner"),
-		verbose: flagValue[bool](fset, "verbose"),
+	o, code := execOptsOf(fset, pos, stderr)
+	if o == nil {
+		return code
 	}
-	switch {
-	case len(pos) == 0:
-		return usageError(stderr, "exec", "missing the lock path and the command")
-	case len(pos) == 1:
-		return usageError(stderr, "exec", "missing the command to run after the lock path %s", pos[0])
-	case o.conn.check() != "":
-		return usageError(stderr, "exec", "%s", o.conn.check())
-	case o.timeout < 0:
-		return usageError(stderr, "exec", "--timeout must not be negative")
-	case o.session <= 0:
-		return usageError(stderr, "exec", "--session-timeout must be positive")
-	case o.grace < 0:
-		return usageError(stderr, "exec", "--grace must not be negative")
-	}
-	o.path, o.argv = pos[0], pos[1:]
-	if err := checkPath(o.path); err != nil {
-		return usageError(stderr, "exec", "%s", badPath(err))
-	}
-	// Resolve the command first: a typo must not wait its turn in the queue.
-	if _, err := exec.LookPath(o.argv[0]); err != nil {
-		code := exitCannotRun
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			code = exitNotFound
-		}
-		var ee *exec.Error
-		if errors.As(err, &ee) {
-			err = ee.Err
-		}
-		return fail(stderr, code, "cannot run %q: %v; check the command's name and $PATH", o.argv[0], err)
-	}
-	if o.owner == "" {
-		o.owner = filepath.Base(o.argv[0])
-	}
-
 	sigs := make(chan os.Signal, 8)
 	for s := range forwarded {
 		signal.Notify(sigs, s)
@@ -179,6 +139,80 @@ func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	return o.hold(lease, sigs, stdout, stderr)
 }
 
+// execOptsOf reads exec's flags and arguments. It returns nil and the exit
+// code after reporting a usage error or a command that cannot run.
+func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, int) {
+	o := &execOpts{
+		conn:    connFlagsOf(fset),
+		timeout: flagValue[time.Duration](fset, "timeout"),
+		try:     flagValue[bool](fset, "try"),
+		session: flagValue[time.Duration](fset, "session-timeout"),
+		grace:   flagValue[time.Duration](fset, "grace"),
+		owner:   flagValue[string](fset, "owner"),
+		verbose: flagValue[bool](fset, "verbose"),
+	}
+	if msg := o.check(pos); msg != "" {
+		return nil, usageError(stderr, "exec", "%s", msg)
+	}
+	o.path, o.argv = pos[0], pos[1:]
+	if msg := badPath(o.path); msg != "" {
+		return nil, usageError(stderr, "exec", "%s", msg)
+	}
+	// Resolve the command first: a typo must not wait its turn in the queue.
+	if code, err := lookCommand(o.argv[0]); err != nil {
+		return nil, fail(stderr, code, "cannot run %q: %v; check the command's name and $PATH", o.argv[0], err)
+	}
+	if o.owner == "" {
+		o.owner = filepath.Base(o.argv[0])
+	}
+	return o, exitOK
+}
+
+// check validates the flags and the number of arguments; it returns a usage
+// message or "".
+func (o *execOpts) check(pos []string) string {
+	switch {
+	case len(pos) == 0:
+		return "missing the lock path and the command"
+	case len(pos) == 1:
+		return fmt.Sprintf("missing the command to run after the lock path %s", pos[0])
+	case o.conn.check() != "":
+		return o.conn.check()
+	case o.timeout < 0:
+		return "--timeout must not be negative"
+	case o.session <= 0:
+		return "--session-timeout must be positive"
+	case o.grace < 0:
+		return "--grace must not be negative"
+	}
+	return ""
+}
+
+// lookCommand finds the command as exec would. If it cannot, it returns the
+// exit code (127 not found, 126 not runnable) and why.
+func lookCommand(name string) (int, error) {
+	_, err := exec.LookPath(name)
+	if err == nil {
+		return exitOK, nil
+	}
+	code := exitCannotRun
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		code = exitNotFound
+	}
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		err = ee.Err
+	}
+	return code, err
+}
+
+// acquired is the outcome of connecting and acquiring the lock.
+type acquired struct {
+	client *zklock.Client
+	lease  *zklock.Lease
+	err    error
+}
+
 // acquire connects and waits for the lock. It returns the client and lease,
 // or a nil client and the exit code after reporting the failure.
 func (o *execOpts) acquire(sigs <-chan os.Signal, stderr io.Writer) (*zklock.Client, *zklock.Lease, int) {
@@ -189,36 +223,10 @@ func (o *execOpts) acquire(sigs <-chan os.Signal, stderr io.Writer) (*zklock.Cli
 		ctx, stop = context.WithTimeoutCause(ctx, o.timeout, errTimedOut)
 		defer stop()
 	}
-	opts := []zklock.Option{zklock.WithSessionTimeout(o.session)}
-	if o.verbose {
-		opts = append(opts, zklock.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
-	}
-	type result struct {
-		client *zklock.Client
-		lease  *zklock.Lease
-		err    error
-	}
-	done := make(chan result, 1)
-	go func() {
-		client, err := o.conn.connect(ctx, opts...)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		m, err := client.NewMutex(o.path)
-		var lease *zklock.Lease
-		if err == nil {
-			actx := zklock.WithOwner(ctx, o.owner)
-			if o.try {
-				lease, err = m.TryAcquire(actx)
-			} else {
-				lease, err = m.Acquire(actx)
-			}
-		}
-		done <- result{client, lease, err}
-	}()
+	done := make(chan acquired, 1)
+	go func() { done <- o.connectAndAcquire(ctx, stderr) }()
 
-	var r result
+	var r acquired
 	select {
 	case r = <-done:
 	case sig := <-sigs:
@@ -229,28 +237,74 @@ func (o *execOpts) acquire(sigs <-chan os.Signal, stderr io.Writer) (*zklock.Cli
 		}
 		return nil, nil, fail(stderr, 128+signum(sig), "stopped by %s while waiting for %s", forwarded[sig], o.path)
 	}
-	timedOut := errors.Is(context.Cause(ctx), errTimedOut)
-	switch {
-	case r.err == nil:
+	if r.err == nil {
 		return r.client, r.lease, 0
+	}
+	return nil, nil, o.acquireFailed(r, errors.Is(context.Cause(ctx), errTimedOut), stderr)
+}
+
+// connectAndAcquire opens a session and acquires the lock (or tries to, with
+// --try), bounded by ctx. The client is returned even when acquiring fails.
+func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acquired {
+	opts := []zklock.Option{zklock.WithSessionTimeout(o.session)}
+	if o.verbose {
+		opts = append(opts, zklock.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	}
+	client, err := o.conn.connect(ctx, opts...)
+	if err != nil {
+		return acquired{err: err}
+	}
+	m, err := client.NewMutex(o.path)
+	var lease *zklock.Lease
+	if err == nil {
+		actx := zklock.WithOwner(ctx, o.owner)
+		if o.try {
+			lease, err = m.TryAcquire(actx)
+		} else {
+			lease, err = m.Acquire(actx)
+		}
+	}
+	return acquired{client, lease, err}
+}
+
+// acquireFailed reports why r failed and returns the exit code, telling the
+// causes apart by the errors they wrap; timedOut: --timeout expired. It
+// closes r's client, if any, after the report.
+func (o *execOpts) acquireFailed(r acquired, timedOut bool, stderr io.Writer) int {
+	switch {
 	case r.client == nil && timedOut:
-		return nil, nil, fail(stderr, exitTimeout, "timed out after %v waiting for %s (no ZooKeeper session yet); check --servers or $%s", o.timeout, o.path, envServers)
+		return fail(stderr, exitTimeout, "timed out after %v waiting for %s (no ZooKeeper session yet); check --servers or $%s", o.timeout, o.path, envServers)
 	case r.client == nil:
-		return nil, nil, fail(stderr, exitUnavailable, "%s", o.conn.unreachable(r.err))
+		return fail(stderr, exitUnavailable, "%s", o.conn.unreachable(r.err))
 	}
 	defer closeClient(r.client)
 	switch {
 	case errors.Is(r.err, zklock.ErrLocked):
-		return nil, nil, fail(stderr, exitLocked, "lock is held: %s is taken or has waiters; drop --try to wait for it, or see who holds it with 'zklock status %s'", o.path, o.path)
+		return fail(stderr, exitLocked, "lock is held: %s is taken or has waiters; drop --try to wait for it, or see who holds it with 'zklock status %s'", o.path, o.path)
 	case timedOut:
-		return nil, nil, fail(stderr, exitTimeout, "timed out after %v waiting for %s; see who holds it with 'zklock status %s'", o.timeout, o.path, o.path)
+		return fail(stderr, exitTimeout, "timed out after %v waiting for %s; see who holds it with 'zklock status %s'", o.timeout, o.path, o.path)
 	default:
-		return nil, nil, fail(stderr, exitSoftware, "cannot acquire %s: %s", o.path, cause(r.err))
+		return fail(stderr, exitSoftware, "cannot acquire %s: %s", o.path, cause(r.err))
 	}
 }
 
 // hold runs the command under the lease and releases the lease after it.
 func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stderr io.Writer) int {
+	token, code := o.confirm(lease, stderr)
+	if token == 0 {
+		return code
+	}
+	cmd := o.command(lease, token, stdout, stderr)
+	if err := cmd.Start(); err != nil {
+		release(lease, o.session)
+		return fail(stderr, exitCannotRun, "cannot run %q: %v", o.argv[0], err)
+	}
+	return o.finish(cmd, lease, o.supervise(cmd, lease, sigs, stderr), stderr)
+}
+
+// confirm returns the lease's fencing token, or 0 and the exit code after
+// reporting that the lock was lost before the command could start.
+func (o *execOpts) confirm(lease *zklock.Lease, stderr io.Writer) (int64, int) {
 	token := lease.Token() // may wait one round trip; 0 means the lease is lost
 	if token == 0 {
 		select { // the lease's monitor is about to end it
@@ -263,8 +317,14 @@ func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stde
 		if err != nil {
 			why = lossCause(err)
 		}
-		return fail(stderr, exitLost, "lost the lock on %s before the command started: %s; run it again", o.path, why)
+		return 0, fail(stderr, exitLost, "lost the lock on %s before the command started: %s; run it again", o.path, why)
 	}
+	return token, exitOK
+}
+
+// command prepares the command, in its own process group, with the lock in
+// its environment.
+func (o *execOpts) command(lease *zklock.Lease, token int64, stdout, stderr io.Writer) *exec.Cmd {
 	cmd := exec.Command(o.argv[0], o.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 	cmd.Env = append(os.Environ(), // later entries win
@@ -272,59 +332,71 @@ func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stde
 		"ZKLOCK_NODE="+lease.Node(),
 		"ZKLOCK_TOKEN="+strconv.FormatInt(token, 10))
 	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
-		release(lease, o.session)
-		return fail(stderr, exitCannotRun, "cannot run %q: %v", o.argv[0], err)
-	}
+	return cmd
+}
+
+// supervised is how a command's run under the lease ended.
+type supervised struct {
+	waitErr error // what waiting for the command returned
+	lost    error // why the lease ended while the command ran; nil if it held
+	killed  bool  // the command outlived --grace after SIGTERM and got SIGKILL
+}
+
+// supervise waits for the started command to exit. It passes signals on to
+// the command's process group and stops the group if the lease ends first:
+// SIGTERM at once, SIGKILL after --grace.
+func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, sigs <-chan os.Signal, stderr io.Writer) supervised {
 	pgid := cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
 	var (
-		waitErr error
-		lost    error
+		r       supervised
 		leaseUp = lease.Done()
 		killAt  <-chan time.Time
-		killed  bool
 	)
-wait:
 	for {
 		select {
-		case waitErr = <-exited:
-			break wait
+		case r.waitErr = <-exited:
+			return r
 		case sig := <-sigs:
 			_ = syscall.Kill(-pgid, sig.(syscall.Signal))
 		case <-leaseUp:
 			leaseUp = nil
-			lost = lease.Err()
+			r.lost = lease.Err()
 			fmt.Fprintf(stderr, "zklock: lost the lock on %s while the command ran: %s; stopping the command: SIGTERM now, SIGKILL after %v\n",
-				o.path, lossCause(lost), o.grace)
+				o.path, lossCause(r.lost), o.grace)
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 			killAt = time.After(o.grace)
 		case <-killAt:
 			killAt = nil
-			killed = true
+			r.killed = true
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}
-	if lost == nil {
+}
+
+// finish settles the lock once the command has exited: it releases the lease
+// and returns the command's exit status, or reports the lease lost (76).
+func (o *execOpts) finish(cmd *exec.Cmd, lease *zklock.Lease, r supervised, stderr io.Writer) int {
+	if r.lost == nil {
 		// Lost just as the command ended: it may have run without the lock.
 		if err := lease.Err(); err != nil {
-			lost = err
-			fmt.Fprintf(stderr, "zklock: lost the lock on %s as the command ended: %s\n", o.path, lossCause(lost))
+			r.lost = err
+			fmt.Fprintf(stderr, "zklock: lost the lock on %s as the command ended: %s\n", o.path, lossCause(r.lost))
 		}
 	}
-	if lost != nil {
+	if r.lost != nil {
 		// Whatever is left of the command's process group runs unprotected.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		if killed {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if r.killed {
 			fmt.Fprintf(stderr, "zklock: the command ignored SIGTERM for %v; killed it\n", o.grace)
 		}
 		return exitLost
 	}
 	release(lease, o.session)
 	if cmd.ProcessState == nil {
-		return fail(stderr, exitSoftware, "waiting for the command: %v", waitErr)
+		return fail(stderr, exitSoftware, "waiting for the command: %v", r.waitErr)
 	}
 	return exitStatus(cmd.ProcessState)
 }
@@ -341,11 +413,6 @@ func release(lease *zklock.Lease, session time.Duration) {
 // closeClient closes c. Close is bounded by the client's cleanup timeout:
 // deletes that cannot get through a partition end with the session.
 func closeClient(c *zklock.Client) { c.Close() }
-
-// lossCause renders why a lease ended, without the sentinel's words.
-func lossCause(err error) string {
-	return strings.TrimPrefix(cause(err), "lock lost: ")
-}
 
 func exitStatus(ps *os.ProcessState) int {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

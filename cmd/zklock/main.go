@@ -183,12 +183,6 @@ func usageError(stderr io.Writer, name string, format string, args ...any) int {
 	return fail(stderr, exitUsage, "%s; run 'zklock help %s' for usage", fmt.Sprintf(format, args...), name)
 }
 
-// cause renders a library error without its leading "zklock: ", so that it
-// reads well inside our own "zklock: ..." messages.
-func cause(err error) string {
-	return strings.TrimPrefix(err.Error(), "zklock: ")
-}
-
 // connFlags are the flags of every command that talks to ZooKeeper.
 type connFlags struct {
 	servers        string
@@ -254,12 +248,4 @@ func (cf *connFlags) unreachable(err error) string {
 			cf.servers, cf.connectTimeout, envServers)
 	}
 	return fmt.Sprintf("cannot connect to ZooKeeper at %s: %s; check --servers or $%s", cf.servers, cause(err), envServers)
-}
-
-// checkPath validates a lock path without any I/O.
-func checkPath(p string) error { return zklock.ValidatePath(p) }
-
-// badPath is the usage message for an invalid lock path.
-func badPath(err error) string {
-	return cause(err) + " (lock paths look like /locks/backup)"
 }

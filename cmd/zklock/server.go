@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zklock/zklock/zktest"
+	"github.com/zklock/zklock/internal/zkserver"
 )
 
 var serverCmd = &command{
@@ -51,20 +51,21 @@ func runServer(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	// Always start our own: zktest would otherwise use the servers named in
-	// its test variable.
-	os.Unsetenv(zktest.EnvServers)
-	var opts []zktest.Option
-	if port != 0 {
-		opts = append(opts, zktest.WithClientPort(port))
-	}
-	cluster, stop, err := zktest.StartMain(opts...)
+	cfg := zkserver.DefaultConfig()
+	cfg.ClientPort = port
+	cluster, stop, err := zkserver.Start(cfg)
 	if err != nil {
 		return fail(stderr, exitFailure, "cannot start ZooKeeper: %v", err)
 	}
 	defer stop()
 	srv := cluster.Servers()[0]
-	addr := srv.Addr()
+	printServing(stdout, srv.Addr())
+	return serve(srv, sigs, stdout, stderr)
+}
+
+// printServing tells where the server listens: first as a line to eval, then
+// for people.
+func printServing(stdout io.Writer, addr string) {
 	fmt.Fprintf(stdout, "%s=%s\n", envServers, addr)
 	fmt.Fprintf(stdout, `ZooKeeper is serving on %s (throwaway: its data is deleted when it stops).
 Try it in another shell:
@@ -73,7 +74,11 @@ Try it in another shell:
 	zklock status /demo/lock
 Press Ctrl-C to stop.
 `, addr, envServers, addr)
+}
 
+// serve waits for a signal, then stops the server; it fails if the server
+// exits by itself first.
+func serve(srv *zkserver.Server, sigs <-chan os.Signal, stdout, stderr io.Writer) int {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -86,7 +91,7 @@ Press Ctrl-C to stop.
 			return exitOK
 		case <-tick.C:
 			if !srv.Running() {
-				return fail(stderr, exitFailure, "ZooKeeper on %s exited unexpectedly; start it again with 'zklock server'", addr)
+				return fail(stderr, exitFailure, "ZooKeeper on %s exited unexpectedly; start it again with 'zklock server'", srv.Addr())
 			}
 		}
 	}

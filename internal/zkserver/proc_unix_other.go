@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package zktest
+package zkserver
 
 import "syscall"
 

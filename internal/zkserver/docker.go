@@ -1,4 +1,4 @@
-package zktest
+package zkserver
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ import (
 // dependencies live in the module zktest/zkcontainer and are reached through
 // a child process (go run), so they never enter the build of anyone who
 // imports zklock or zktest. It works from a checkout of zklock, where that
-// module's source sits beside this file.
+// module's source sits beside zktest's.
 
 // dockerAnswers reports whether a Docker engine answers a ping.
 func dockerAnswers() bool {
@@ -54,7 +54,8 @@ func containerModuleDir() string {
 	if !ok {
 		return ""
 	}
-	dir := filepath.Join(filepath.Dir(file), "zkcontainer")
+	// this file is internal/zkserver/docker.go; the module is zktest/zkcontainer
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "zktest", "zkcontainer")
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 		return ""
 	}
@@ -71,31 +72,63 @@ func startDocker(logf func(string, ...any)) (string, func(), error) {
 	if dir == "" {
 		return "", nil, errors.New("a Docker engine answers, but the zkcontainer module is not beside zktest (run from a checkout of zklock)")
 	}
+	cmd, stdin, stdout, err := runContainerModule(dir, logf)
+	if err != nil {
+		return "", nil, err
+	}
+	stop := func() { stopContainerModule(cmd, stdin) }
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	select {
+	case addr, ok := <-containerAddr(stdout):
+		if ok {
+			return addr, stop, nil
+		}
+		stop()
+		return "", nil, errors.New("zkcontainer exited without an address (see its log)")
+	case <-ctx.Done():
+		stop()
+		return "", nil, errors.New("zkcontainer gave no address within 5 minutes")
+	}
+}
+
+// runContainerModule starts 'go run ./cmd/zkcontainer' in dir, its stderr
+// going to logf. The child removes the container when its stdin closes.
+func runContainerModule(dir string, logf func(string, ...any)) (*exec.Cmd, io.WriteCloser, io.Reader, error) {
 	cmd := exec.Command("go", "run", "./cmd/zkcontainer")
 	cmd.Dir = dir
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return "", nil, err
+		return nil, nil, nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return nil, nil, nil, err
 	}
 	cmd.Stderr = logWriter{logf}
 	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("go run ./cmd/zkcontainer: %w", err)
+		return nil, nil, nil, fmt.Errorf("go run ./cmd/zkcontainer: %w", err)
 	}
-	stop := func() {
-		stdin.Close() // the child removes the container when its stdin closes
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+	return cmd, stdin, stdout, nil
+}
+
+// stopContainerModule closes the child's stdin, so that it removes the
+// container, and waits for it to exit (killing it after a minute).
+func stopContainerModule(cmd *exec.Cmd, stdin io.Closer) {
+	stdin.Close()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
 	}
+}
+
+// containerAddr delivers the address the child prints as
+// "ZKLOCK_TEST_SERVERS=<addr>", and is closed when its output ends.
+func containerAddr(stdout io.Reader) <-chan string {
 	addrc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -106,19 +139,7 @@ func startDocker(logf func(string, ...any)) (string, func(), error) {
 		}
 		close(addrc)
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	select {
-	case addr, ok := <-addrc:
-		if ok {
-			return addr, stop, nil
-		}
-		stop()
-		return "", nil, errors.New("zkcontainer exited without an address (see its log)")
-	case <-ctx.Done():
-		stop()
-		return "", nil, errors.New("zkcontainer gave no address within 5 minutes")
-	}
+	return addrc
 }
 
 type logWriter struct{ logf func(string, ...any) }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package zktest
+package zkserver
 
 import (
 	"errors"

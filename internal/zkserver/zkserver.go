@@ -1,0 +1,116 @@
+// Package zkserver runs throwaway ZooKeeper servers on this machine: one JVM
+// per server, on free 127.0.0.1 ports, in a temporary data directory. It finds
+// the install and Java, writes zoo.cfg, launches, stops, kills and restarts
+// the processes, and waits until they serve. Where no local install is found
+// but a Docker engine answers, it starts a standalone server in Docker
+// instead (see docker.go).
+//
+// Two programs share it: the test harness zktest, which adds the testing.TB
+// conveniences (cleanup, skipping, logging to the test) and the servers named
+// in ZKLOCK_TEST_SERVERS, and 'zklock server', which must not link the
+// testing package into the zklock binary. Its messages keep the "zktest: "
+// prefix they had when this code was part of the harness.
+package zkserver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// EnvServers names the environment variable that points the tests at
+// externally managed servers instead of starting local ones. The Docker
+// fallback reports its server's address in that form too.
+const EnvServers = "ZKLOCK_TEST_SERVERS"
+
+// InstallHint tells a developer how to get a ZooKeeper; it is part of every
+// "no ZooKeeper" failure.
+const InstallHint = "to get one: run `make test` (it installs ZooKeeper), " +
+	"or run `sudo scripts/install-zookeeper.sh`, " +
+	"or set " + EnvServers + "=host:port[,host:port...] to use servers that are already running, " +
+	"or run a Docker engine (zktest then starts the zookeeper image with testcontainers-go)"
+
+// DefaultStartTimeout bounds how long starting (or restarting) servers may
+// take before giving up and reporting the server log.
+const DefaultStartTimeout = 60 * time.Second
+
+// ErrExternal is returned by the lifecycle methods of external servers.
+var ErrExternal = errors.New("zktest: server is external (" + EnvServers + "); lifecycle control is not supported")
+
+// Config describes the servers to start; DefaultConfig holds the defaults.
+type Config struct {
+	// Ensemble is how many servers form the quorum (1: a standalone server).
+	Ensemble int
+	// Tick is ZooKeeper's tickTime. The session timeout a server grants is
+	// clamped to [2*Tick, 60s]; initLimit (10) and syncLimit (5) count ticks.
+	Tick time.Duration
+	// ClientPort is the first server's client port; 0 picks a free one.
+	ClientPort int
+	// ContainerCheck, when positive, is how often the servers delete empty
+	// container znodes (without rate limit).
+	ContainerCheck time.Duration
+	// SysProps are passed to every server JVM as -Dkey=value.
+	SysProps [][2]string
+	// StartTimeout bounds start-up and Restart.
+	StartTimeout time.Duration
+	// Logf receives every server output line, prefixed with the server id;
+	// nil discards them. The last lines of every server are kept regardless
+	// and included in start-up errors.
+	Logf func(format string, args ...any)
+	// BeforeLaunch, when set, runs after the ports are chosen and before the
+	// servers are launched, with their client addresses (for tests).
+	BeforeLaunch func(addrs []string)
+}
+
+// DefaultConfig is one standalone server with a 100ms tick (sessions may be
+// as short as 200ms) on a free port, started within DefaultStartTimeout.
+func DefaultConfig() Config {
+	return Config{Ensemble: 1, Tick: 100 * time.Millisecond, StartTimeout: DefaultStartTimeout}
+}
+
+// Start starts cfg.Ensemble local servers, each in a directory of a fresh
+// temporary one, and waits until all of them serve (and, for an ensemble,
+// agree on a leader). Without a local install it starts a standalone server
+// in Docker if an engine answers: that cluster is external (no lifecycle
+// control). It returns the cluster and a function that stops it and removes
+// its data, or an error (which includes InstallHint when ZooKeeper is
+// missing).
+func Start(cfg Config) (*Cluster, func(), error) {
+	inst, err := findInstall()
+	if err != nil {
+		return startDockerInstead(cfg, err)
+	}
+	base, err := os.MkdirTemp("", "zktest-")
+	if err != nil {
+		return nil, nil, err
+	}
+	dirs := make([]string, cfg.Ensemble)
+	for i := range dirs {
+		dirs[i] = fmt.Sprintf("%s/zk%d", base, i+1)
+		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
+			os.RemoveAll(base)
+			return nil, nil, err
+		}
+	}
+	c := newLocal(inst, cfg, dirs)
+	c.baseDir = base
+	if err := c.start(); err != nil {
+		c.Shutdown()
+		return nil, nil, err
+	}
+	return c, c.Shutdown, nil
+}
+
+// startDockerInstead is Start without a local install (noInstall says why):
+// a standalone server in Docker, or the reasons there is none.
+func startDockerInstead(cfg Config, noInstall error) (*Cluster, func(), error) {
+	if cfg.Ensemble == 1 {
+		addr, stop, derr := startDocker(cfg.Logf)
+		if derr == nil {
+			return NewExternal([]string{addr}, cfg), stop, nil
+		}
+		noInstall = fmt.Errorf("%w; Docker: %v", noInstall, derr)
+	}
+	return nil, nil, fmt.Errorf("zktest: %w\n%s", noInstall, InstallHint)
+}

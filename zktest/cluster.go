@@ -1,0 +1,66 @@
+package zktest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/zklock/zklock/internal/zkserver"
+)
+
+// Cluster is a set of ZooKeeper servers serving one namespace: either
+// processes started by this package, or external servers.
+type Cluster struct {
+	c       *zkserver.Cluster
+	servers []*Server
+	tb      testing.TB // nil for StartMain
+}
+
+// wrap gives c the harness's methods; tb is the test to skip when a lifecycle
+// method is called on an external server (nil: return ErrExternal).
+func wrap(c *zkserver.Cluster, tb testing.TB) *Cluster {
+	w := &Cluster{c: c, tb: tb}
+	for _, s := range c.Servers() {
+		w.servers = append(w.servers, &Server{s: s, c: w})
+	}
+	return w
+}
+
+// External reports whether the servers are external (ZKLOCK_TEST_SERVERS).
+func (c *Cluster) External() bool { return c.c.External() }
+
+// SkipIfExternal skips the test when the servers are external, for tests that
+// need control of the server processes or exact server metrics.
+func (c *Cluster) SkipIfExternal(t testing.TB) {
+	t.Helper()
+	if c.External() {
+		t.Skipf("zktest: needs locally started ZooKeeper servers; %s is set", EnvServers)
+	}
+}
+
+// Addrs returns the client address ("127.0.0.1:port") of every server, in
+// order, including stopped ones; pass it to zk.Connect.
+func (c *Cluster) Addrs() []string { return c.c.Addrs() }
+
+// Servers returns the servers in order; index i is server id i+1.
+func (c *Cluster) Servers() []*Server { return append([]*Server(nil), c.servers...) }
+
+// Mntr returns the `mntr` output of server i.
+func (c *Cluster) Mntr(i int) (Mntr, error) {
+	if i < 0 || i >= len(c.servers) {
+		return nil, fmt.Errorf("zktest: no server %d", i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return GetMntr(ctx, c.servers[i].Addr())
+}
+
+// Leader returns the index of the server that currently leads (0 for a
+// standalone server). Only running servers are asked.
+func (c *Cluster) Leader() (int, error) { return c.c.Leader() }
+
+// WaitHealthy waits until every running server serves clients and, for an
+// ensemble, exactly one of them leads and a quorum is up. It polls; ctx bounds
+// the wait.
+func (c *Cluster) WaitHealthy(ctx context.Context) error { return c.c.WaitHealthy(ctx) }

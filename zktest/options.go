@@ -1,0 +1,93 @@
+package zktest
+
+import (
+	"time"
+
+	"github.com/zklock/zklock/internal/zkserver"
+)
+
+// config is what the servers are started with, plus whether WithLogf chose
+// the log (Start logs to the test otherwise).
+type config struct {
+	zkserver.Config
+	logfSet bool
+}
+
+// Option configures Start and StartMain.
+type Option func(*config)
+
+// WithEnsemble starts n servers forming one quorum (default 1: a standalone
+// server). An ensemble is what exercises leader failover and session moves
+// between servers; standalone is enough for everything else and starts faster.
+func WithEnsemble(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			n = 1
+		}
+		c.Ensemble = n
+	}
+}
+
+// WithClientPort makes the first server listen for clients on port (default:
+// a free port). For trying things out by hand; tests should keep free ports.
+func WithClientPort(port int) Option {
+	return func(c *config) { c.ClientPort = port }
+}
+
+// WithTickTime sets ZooKeeper's tickTime (default 100ms). The session timeout
+// a server grants is clamped to [2*tick, 60s], so the default allows the short
+// (e.g. 1s) sessions that make expiry tests fast. initLimit (10) and syncLimit
+// (5) are counted in ticks too.
+func WithTickTime(d time.Duration) Option {
+	return func(c *config) {
+		if d < time.Millisecond {
+			d = time.Millisecond
+		}
+		c.Tick = d
+	}
+}
+
+// WithContainerCheck makes the server look for empty container znodes every d
+// (ZooKeeper's default is 60s) and delete them without rate limit, so tests
+// can observe that containers vanish. ZooKeeper never deletes a container that
+// never had a child unless znode.container.maxNeverUsedIntervalMs is set; use
+// WithSystemProperty for that.
+func WithContainerCheck(d time.Duration) Option {
+	return func(c *config) {
+		if d < time.Millisecond {
+			d = time.Millisecond
+		}
+		c.ContainerCheck = d
+	}
+}
+
+// WithSystemProperty passes -Dkey=value to every server JVM (for example
+// zookeeper.extendedTypesEnabled=true to allow TTL nodes).
+func WithSystemProperty(key, value string) Option {
+	return func(c *config) { c.SysProps = append(c.SysProps, [2]string{key, value}) }
+}
+
+// WithLogf sends every server output line (prefixed with the server id) to f.
+// It defaults to t.Logf for Start (shown on failure or with -v) and to
+// discarding for StartMain. nil discards. The last lines of every server are
+// kept regardless and included in start-up errors.
+func WithLogf(f func(format string, args ...any)) Option {
+	return func(c *config) { c.Logf, c.logfSet = f, true }
+}
+
+// WithStartTimeout bounds start-up and Restart (default 60s).
+func WithStartTimeout(d time.Duration) Option {
+	return func(c *config) { c.StartTimeout = d }
+}
+
+// testHookBeforeLaunch lets tests interfere between port choice and launch.
+var testHookBeforeLaunch func(addrs []string)
+
+func newConfig(opts []Option) config {
+	c := config{Config: zkserver.DefaultConfig()}
+	c.BeforeLaunch = testHookBeforeLaunch
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
