@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: test zk demo container
+.PHONY: test torture zk demo container
 
 # -p 1: one package's test binary at a time. Each package starts its own
 # ZooKeeper JVMs and the tests rely on 1s session timeouts; running packages
@@ -12,6 +12,13 @@ GO ?= go
 test: zk
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 1 -timeout 15m ./...
+
+# torture runs the long profile of the randomized fault torture (TestTorture;
+# `make test` runs a one-minute profile). A failing run prints its seed:
+# replay it with TORTURE_ARGS='-torture.seed=N ...'.
+TORTURE_ARGS ?= -torture.duration=30m -torture.clients=24
+torture: zk
+	$(GO) test -race -count=1 -run '^TestTorture$$' -timeout 0 -v . -args $(TORTURE_ARGS)
 
 # zk installs ZooKeeper and Java if they are missing.
 zk:

@@ -1,0 +1,888 @@
+//go:build linux
+
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// TestTorture is the randomized fault torture (issue 10): clients, each with
+// its own session through its own proxy, contend for a few paths with Mutex,
+// ReentrantMutex, TryAcquire, Do and RunSingleton while a fault schedule,
+// drawn from one seeded generator, stalls, cuts and blocks their connections,
+// kills and restarts servers, deletes lock nodes by hand, slows event
+// handlers, closes clients while they wait, and stops a whole child process
+// with SIGSTOP. The ledger (torture_check_test.go) then checks, on one
+// monotonic clock: no two leases on a path overlap, fencing tokens grow, no
+// stale holder acts, every call returns by its deadline plus a bound, nothing
+// is left in ZooKeeper, no goroutine leaked, and no hot loop burnt the CPU.
+//
+// `make test` runs a short profile; `make torture` a long one. A failing run
+// prints its seed: -torture.seed=N replays its fault schedule.
+var (
+	tortureDuration = flag.Duration("torture.duration", time.Minute, "how long TestTorture injects faults")
+	tortureClients  = flag.Int("torture.clients", 12, "in-process clients of TestTorture, each with its own session and proxy (8-32)")
+	tortureSeed     = flag.Uint64("torture.seed", 0, "seed of TestTorture's fault schedule; 0 picks one from the clock (always logged)")
+)
+
+const (
+	tortureSession        = 2 * time.Second
+	tortureCleanupDelay   = 200 * time.Millisecond
+	tortureCleanupTimeout = time.Second
+	tortureWorkers        = 2 // workers per client
+	// overshootSlack is what a loaded 2-core machine running -race and three
+	// JVMs adds to the library's own bound: a failing or cancelled Acquire
+	// waits up to the cleanup timeout for its node's removal (Mutex.Acquire's
+	// doc), and Do and RunSingleton release with the same timeout.
+	overshootSlack = time.Second
+	// closeBound is Close's documented bound: the cleanup timeout, plus up to
+	// a second go-zookeeper gives its close request, plus the slack.
+	closeBound = tortureCleanupTimeout + time.Second + overshootSlack
+	// A hot loop: this process burns more than hotLoopCPU CPU-seconds per
+	// second for hotLoopWindows seconds in a row while a client is cut off.
+	// The JVMs are other processes and do not count; the whole torture takes
+	// about 0.1-0.3 here, and one goroutine spinning takes a core (1.0).
+	hotLoopCPU     = 0.8
+	hotLoopWindows = 3
+	settleTime     = 2 * time.Second // faults off, work on, before the end
+)
+
+type tortureConfig struct {
+	seed     uint64
+	duration time.Duration
+	clients  int
+	root     string   // the cleanup root; nothing is left under it at the end
+	paths    []string // the contended lock paths
+}
+
+func tortureSettings(t *testing.T) tortureConfig {
+	cfg := tortureConfig{seed: *tortureSeed, duration: *tortureDuration, clients: *tortureClients}
+	if cfg.seed == 0 {
+		cfg.seed = uint64(time.Now().UnixNano())
+	}
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "torture.duration" })
+	if testing.Short() && !explicit {
+		cfg.duration = 20 * time.Second
+	}
+	if cfg.clients < 1 || cfg.clients > 64 {
+		t.Fatalf("-torture.clients=%d: want 1..64", cfg.clients)
+	}
+	cfg.root = fmt.Sprintf("/zklock-torture-%d-%d", cfg.seed, os.Getpid())
+	cfg.paths = []string{cfg.root + "/a/lock", cfg.root + "/b/lock", cfg.root + "/deep/c/lock"}
+	return cfg
+}
+
+func tortureOptions(root string, onEvent func(zk.Event)) []zklock.Option {
+	opts := []zklock.Option{
+		zklock.WithSessionTimeout(tortureSession),
+		zklock.WithCleanupDelay(tortureCleanupDelay),
+		zklock.WithCleanupRoot(root),
+		zklock.WithCleanupTimeout(tortureCleanupTimeout),
+	}
+	if onEvent != nil {
+		opts = append(opts, zklock.WithEventHandler(onEvent))
+	}
+	return opts
+}
+
+func TestTorture(t *testing.T) {
+	cfg := tortureSettings(t)
+	t.Logf("torture: seed=%d duration=%v clients=%d (replay: -torture.seed=%d)", cfg.seed, cfg.duration, cfg.clients, cfg.seed)
+	baseline := goleak.IgnoreCurrent()
+	tt := newTorture(t, cfg)
+	tt.run()
+	tt.finish()
+	tt.checkGoroutines(baseline)
+	tt.report()
+}
+
+// torture is one run. Each piece of state has one owner: the ledger its
+// records, a slot its client, the scheduler the fault generator.
+type torture struct {
+	t       *testing.T
+	cfg     tortureConfig
+	cluster *zktest.Cluster
+	obs     *zk.Conn // the test's own view of ZooKeeper, for deletes and the final check
+	slots   []*slot
+	child   *childProc // the process that SIGSTOP pauses
+	lg      *ledger
+	counts  counters
+	cpu     cpuStats
+
+	ctx        context.Context // the whole run; cancelled at the very end
+	cancel     context.CancelFunc
+	workers    sync.WaitGroup
+	watchers   sync.WaitGroup // one per lease, stamping its end
+	faults     sync.WaitGroup // faults under way
+	bg         sync.WaitGroup // scheduler and CPU sampler
+	stoppedAt  atomic.Int64   // mono: when the workers were told to stop
+	cutoff     atomic.Int32   // clients currently cut off
+	serverBusy atomic.Bool    // a server fault is under way (never two down)
+	obsBusy    atomic.Bool    // a hand deletion is under way
+	verdict    verdict
+}
+
+func newTorture(t *testing.T, cfg tortureConfig) *torture {
+	tt := &torture{t: t, cfg: cfg, lg: newLedger(tortureCleanupTimeout + overshootSlack), counts: counters{m: map[string]int{}}}
+	tt.ctx, tt.cancel = context.WithCancel(context.Background())
+	t.Cleanup(tt.cancel)
+	if os.Getenv(zktest.EnvServers) != "" {
+		tt.cluster = zktest.Start(t) // external servers: no server faults
+	} else {
+		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(100*time.Millisecond), zktest.WithLogf(nil))
+	}
+	tt.obs = tortureObserver(t, tt.cluster.Addrs())
+	if _, err := tt.obs.Create(cfg.root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("creating %s: %v", cfg.root, err)
+	}
+	for i := range cfg.clients {
+		s := &slot{idx: i, proxy: zktest.NewProxy(t, tt.cluster.Addrs()...), ready: make(chan struct{}), retired: map[*zklock.Client]bool{}}
+		c, err := tt.connect(s)
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		s.cur = c
+		close(s.ready)
+		tt.slots = append(tt.slots, s)
+	}
+	tt.child = tt.startChild()
+	return tt
+}
+
+// tortureObserver connects straight to the servers, with a session long
+// enough to outlive a restart of all three.
+func tortureObserver(t *testing.T, addrs []string) *zk.Conn {
+	conn, events, err := zk.Connect(addrs, 20*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	deadline := time.After(30 * time.Second)
+	for conn.State() != zk.StateHasSession {
+		select {
+		case <-events:
+		case <-deadline:
+			t.Fatal("observer: no session")
+		}
+	}
+	go func() {
+		for range events {
+		}
+	}()
+	return conn
+}
+
+func (tt *torture) connect(s *slot) (*zklock.Client, error) {
+	ctx, cancel := context.WithTimeout(tt.ctx, time.Minute)
+	defer cancel()
+	return zklock.Connect(ctx, []string{s.proxy.Addr()}, tortureOptions(tt.cfg.root, s.slow.handle)...)
+}
+
+// run starts the work and the faults and lets them go for the duration.
+func (tt *torture) run() {
+	work, stopWork := context.WithCancel(tt.ctx)
+	faults, stopFaults := context.WithCancel(tt.ctx)
+	tt.bg.Add(2)
+	go tt.schedule(faults)
+	go tt.sampleCPU(faults)
+	for _, s := range tt.slots {
+		for w := range tortureWorkers {
+			tt.workers.Add(1)
+			go tt.worker(work, s, w)
+		}
+	}
+	tt.progress(tt.cfg.duration)
+	stopFaults()
+	tt.bg.Wait()
+	tt.heal()
+	tt.probeLiveness()
+	time.Sleep(settleTime)
+	tt.stoppedAt.Store(int64(monoNow()))
+	stopWork()
+	if !waitTimeout(&tt.workers, time.Minute) {
+		tt.lg.violate("workers still busy a minute after the stop: a call hangs\n%s", allStacks())
+		tt.cancel()
+		tt.workers.Wait()
+	}
+}
+
+// progress waits d, logging a line a minute for long runs.
+func (tt *torture) progress(d time.Duration) {
+	end := time.Now().Add(d)
+	for left := d; left > 0; left = time.Until(end) {
+		time.Sleep(min(left, time.Minute))
+		if time.Until(end) > 0 {
+			tt.t.Logf("torture: %v to go: %d grants, %d violations so far", time.Until(end).Round(time.Second), tt.lg.granted(), tt.lg.violationCount())
+		}
+	}
+}
+
+// heal waits for the faults under way and undoes whatever they left.
+func (tt *torture) heal() {
+	tt.faults.Wait()
+	for _, s := range tt.slots {
+		s.proxy.Resume()
+		s.proxy.Block(false)
+		s.cutBeforeRelease.Store(false)
+		s.slow.until.Store(0)
+	}
+	if tt.cluster.External() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(tt.ctx, 2*time.Minute)
+	defer cancel()
+	if err := tt.cluster.WaitHealthy(ctx); err != nil {
+		tt.t.Errorf("harness: the ensemble did not recover after the faults: %v", err)
+	}
+}
+
+// probeLiveness: once the faults are healed, every client can take an
+// uncontended lock of its own at once. A client that missed the event of its
+// new session (lesson 18) would wait forever.
+func (tt *torture) probeLiveness() {
+	var wg sync.WaitGroup
+	for _, s := range tt.slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(tt.ctx, 30*time.Second)
+			defer cancel()
+			m, err := s.current().NewMutex(fmt.Sprintf("%s/probe/c%d", tt.cfg.root, s.idx))
+			if err == nil {
+				var l *zklock.Lease
+				if l, err = m.Acquire(ctx); err == nil {
+					err = l.Release(ctx)
+				}
+			}
+			if err != nil {
+				tt.lg.violate("client %d cannot take an uncontended lock after the faults healed: %v", s.idx, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// finish stops the child, closes every client, and checks what is left.
+func (tt *torture) finish() {
+	if tt.child != nil {
+		tt.child.stop(tt.t)
+	}
+	var wg sync.WaitGroup
+	for _, s := range tt.slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tt.closeClient(s.current())
+		}()
+	}
+	wg.Wait()
+	if !waitTimeout(&tt.watchers, 30*time.Second) {
+		tt.lg.violate("a lease's Done never closed after its client was closed")
+	}
+	time.Sleep(tortureCleanupDelay)
+	tt.checkTree()
+	tt.verdict = tt.lg.check()
+	tt.cancel()
+}
+
+func (tt *torture) closeClient(c *zklock.Client) {
+	start := monoNow()
+	c.Close()
+	if took := time.Duration(monoNow() - start); took > closeBound {
+		tt.lg.violate("Close took %v (bound %v)", took.Round(time.Millisecond), closeBound)
+	}
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func randDur(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
+}
+
+// between scales u in [0, 1) to [lo, hi).
+func between(u float64, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(u*float64(hi-lo))
+}
+
+// counters are the run's tallies by name ("grant.mutex", "fault.cut", ...).
+type counters struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (c *counters) add(key string) {
+	c.mu.Lock()
+	c.m[key]++
+	c.mu.Unlock()
+}
+
+func (c *counters) get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+// withPrefix returns the tallies whose name starts with prefix, sorted.
+func (c *counters) withPrefix(prefix string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k, n := range c.m {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, fmt.Sprintf("%s=%d", strings.TrimPrefix(k, prefix), n))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ---- clients and workers ----
+
+// slot is one in-process client position: a proxy of its own and the client
+// behind it, which the close_waiting fault replaces with a fresh one.
+type slot struct {
+	idx   int
+	proxy *zktest.Proxy
+	slow  slowHandler
+
+	mu      sync.Mutex
+	cur     *zklock.Client
+	ready   chan struct{} // closed while cur is usable
+	retired map[*zklock.Client]bool
+
+	waiting          atomic.Int32 // workers inside an Acquire or Do
+	holding          atomic.Int32 // workers holding a lease
+	longHolds        atomic.Int32 // workers in a hold of a second or more
+	cutBeforeRelease atomic.Bool  // the next Release is preceded by a Cut
+	busy             atomic.Bool  // a proxy or close fault is under way
+}
+
+// client returns the usable client, waiting while it is being replaced; nil
+// when ctx ends first.
+func (s *slot) client(ctx context.Context) *zklock.Client {
+	s.mu.Lock()
+	c, ready := s.cur, s.ready
+	s.mu.Unlock()
+	select {
+	case <-ready:
+		return c
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+func (s *slot) current() *zklock.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// isRetired reports a client that close_waiting closed (or is closing).
+func (s *slot) isRetired(c *zklock.Client) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retired[c]
+}
+
+// slowHandler is the clients' event handler: while armed it sleeps on every
+// event, as careless user code on the event goroutine would.
+type slowHandler struct {
+	until atomic.Int64 // mono
+	delay atomic.Int64 // ns
+}
+
+func (h *slowHandler) handle(zk.Event) {
+	if monoNow() < mono(h.until.Load()) {
+		time.Sleep(time.Duration(h.delay.Load()))
+	}
+}
+
+func (tt *torture) worker(ctx context.Context, s *slot, w int) {
+	defer tt.workers.Done()
+	rng := rand.New(rand.NewPCG(tt.cfg.seed, uint64(1+s.idx*tortureWorkers+w)))
+	for ctx.Err() == nil {
+		c := s.client(ctx)
+		if c == nil {
+			return
+		}
+		o := &op{tt: tt, s: s, c: c, who: fmt.Sprintf("c%d/w%d", s.idx, w), path: tt.cfg.paths[rng.IntN(len(tt.cfg.paths))], rng: rng}
+		switch n := rng.IntN(100); {
+		case n < 40:
+			o.plain(ctx, "mutex")
+		case n < 55:
+			o.reentrant(ctx)
+		case n < 70:
+			o.plain(ctx, "try")
+		case n < 85:
+			o.do(ctx)
+		default:
+			o.singleton(ctx)
+		}
+		sleepCtx(ctx, randDur(rng, 0, 30*time.Millisecond))
+	}
+}
+
+// op is one operation of a worker on one path.
+type op struct {
+	tt   *torture
+	s    *slot
+	c    *zklock.Client
+	who  string
+	path string
+	rng  *rand.Rand
+}
+
+var ownerSeq atomic.Int64
+
+// ownerName is a unique explicit owner, which the lock node records: a hand
+// deletion of a Do's node is traced to its lease through it.
+func (o *op) ownerName(kind string) string {
+	return fmt.Sprintf("%s-%s-%d", o.who, kind, ownerSeq.Add(1))
+}
+
+// deadline gives an Acquire its context: mostly a deadline of 100ms..5s,
+// sometimes none (the run's end stops it). dl is 0 without a deadline.
+func (o *op) deadline(ctx context.Context) (context.Context, context.CancelFunc, mono) {
+	if o.rng.IntN(10) == 0 {
+		c, cancel := context.WithCancel(ctx)
+		return c, cancel, 0
+	}
+	d := randDur(o.rng, 100*time.Millisecond, 5*time.Second)
+	dl := monoNow() + mono(d)
+	c, cancel := context.WithTimeout(ctx, d)
+	return c, cancel, dl
+}
+
+// holdTime: mostly short, sometimes long enough to outlive a partition.
+func (o *op) holdTime() time.Duration {
+	switch n := o.rng.IntN(1000); {
+	case n < 800:
+		return randDur(o.rng, 0, 5*time.Millisecond)
+	case n < 975:
+		return randDur(o.rng, 5*time.Millisecond, 150*time.Millisecond)
+	default:
+		return randDur(o.rng, time.Second, 4*time.Second)
+	}
+}
+
+// acquire calls fn and checks when it returned against the deadline dl.
+func (o *op) acquire(ctx context.Context, dl mono, what string, fn func(context.Context) (*zklock.Lease, error)) (*zklock.Lease, mono, error) {
+	o.s.waiting.Add(1)
+	l, err := fn(ctx)
+	at := monoNow()
+	o.s.waiting.Add(-1)
+	o.tt.returned(o.who+" "+what, dl, at, err)
+	o.tt.acquireError(what, err)
+	return l, at, err
+}
+
+// returned records how far past its deadline (or the run's stop, for a call
+// without one) a call returned. Calls ended by Close are not timed.
+func (tt *torture) returned(what string, dl, at mono, err error) {
+	if errors.Is(err, zklock.ErrClosed) {
+		return
+	}
+	if stop := mono(tt.stoppedAt.Load()); stop != 0 && (dl == 0 || stop < dl) {
+		dl = stop
+	}
+	if dl == 0 || at <= dl {
+		return
+	}
+	tt.lg.overshoot(what, time.Duration(at-dl))
+}
+
+// acquireError tallies failures that are neither timeouts nor Close: the
+// library may return them (after removing its node), but they are worth a look.
+func (tt *torture) acquireError(what string, err error) {
+	switch {
+	case err == nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, zklock.ErrClosed):
+	case errors.Is(err, zklock.ErrLocked):
+		tt.counts.add("try.locked")
+	case errors.Is(err, zklock.ErrLockLost):
+		tt.counts.add("lost_in_fn." + what)
+	default:
+		msg := err.Error()
+		if len(msg) > 100 {
+			msg = msg[:100]
+		}
+		tt.counts.add("acquire_error." + what + ": " + msg)
+	}
+}
+
+// granted puts a lease that Acquire just returned into the ledger.
+func (o *op) granted(kind string, l *zklock.Lease, at mono, hold time.Duration, owner string) *leaseRec {
+	r := &leaseRec{path: o.path, node: l.Node(), owner: owner, holder: o.who + " " + kind, start: at, planned: at + mono(hold), done: l.Done()}
+	o.tt.lg.grant(r)
+	o.tt.watchEnd(r, l.Done(), l.Err)
+	o.tt.lg.setToken(r, l.Token())
+	o.tt.counts.add("grant." + kind)
+	return r
+}
+
+// watchEnd stamps the lease's end when done closes.
+func (tt *torture) watchEnd(r *leaseRec, done <-chan struct{}, why func() error) {
+	tt.watchers.Add(1)
+	go func() {
+		defer tt.watchers.Done()
+		<-done
+		tt.lg.ended(r, monoNow(), why())
+	}()
+}
+
+// hold keeps a lease for d, or until it ends or the run stops.
+func (o *op) hold(ctx context.Context, done <-chan struct{}, d time.Duration) {
+	o.s.holding.Add(1)
+	defer o.s.holding.Add(-1)
+	if d >= time.Second {
+		o.s.longHolds.Add(1)
+		defer o.s.longHolds.Add(-1)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// plain is a Mutex Acquire or TryAcquire, a hold, and a Release.
+func (o *op) plain(ctx context.Context, kind string) {
+	m, err := o.c.NewMutex(o.path)
+	if err != nil {
+		o.tt.lg.violate("NewMutex(%s): %v", o.path, err)
+		return
+	}
+	fn := m.Acquire
+	if kind == "try" {
+		fn = m.TryAcquire
+		o.tt.counts.add("try.attempts")
+	}
+	actx, cancel, dl := o.deadline(ctx)
+	defer cancel()
+	hold := o.holdTime()
+	l, at, err := o.acquire(actx, dl, kind, fn)
+	if err != nil {
+		return
+	}
+	r := o.granted(kind, l, at, hold, "")
+	o.hold(ctx, l.Done(), hold)
+	o.release(r, l.Release)
+}
+
+// reentrant takes a ReentrantMutex twice and releases it twice; the owner is
+// the goroutine or, half the time, an explicit one, whose last Release then
+// sometimes comes from another goroutine.
+func (o *op) reentrant(ctx context.Context) {
+	rm, err := o.c.NewReentrantMutex(o.path)
+	if err != nil {
+		o.tt.lg.violate("NewReentrantMutex(%s): %v", o.path, err)
+		return
+	}
+	owner, elsewhere := "", false
+	own := func(ctx context.Context) context.Context { return ctx }
+	if o.rng.IntN(2) == 0 {
+		owner, elsewhere = o.ownerName("re"), o.rng.IntN(2) == 0
+		own = func(ctx context.Context) context.Context { return zklock.WithOwner(ctx, owner) }
+	}
+	actx, cancel, dl := o.deadline(ctx)
+	defer cancel()
+	hold := o.holdTime()
+	l, at, err := o.acquire(own(actx), dl, "reentrant", rm.Acquire)
+	if err != nil {
+		return
+	}
+	r := o.granted("reentrant", l, at, hold, owner)
+	nested := o.reenter(rm, own(context.Background()), l)
+	o.hold(ctx, l.Done(), hold)
+	if nested {
+		if err := rm.Release(own(context.Background())); err != nil {
+			o.tt.lg.violate("%s: the inner Release of a re-entered lock on %s failed: %v", o.who, o.path, err)
+		}
+	}
+	release := func(ctx context.Context) error { return rm.Release(own(ctx)) }
+	if !elsewhere {
+		o.release(r, release)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.release(r, release)
+	}()
+	<-done
+}
+
+// reenter takes the held lock again; it reports whether the hold count grew.
+func (o *op) reenter(rm *zklock.ReentrantMutex, ctx context.Context, l *zklock.Lease) bool {
+	again, err := rm.Acquire(ctx)
+	switch {
+	case err == nil && again != l:
+		o.tt.lg.violate("%s: re-entering %s returned another lease (%s, not %s)", o.who, o.path, again.Node(), l.Node())
+		return true
+	case err == nil:
+		return true
+	case errors.Is(err, zklock.ErrLockLost), errors.Is(err, zklock.ErrClosed):
+		return false
+	default:
+		o.tt.lg.violate("%s: re-entering a held lock on %s failed: %v", o.who, o.path, err)
+		return false
+	}
+}
+
+// release gives a lease up, after a cut of the connection if that fault is
+// armed. Release may only return nil, the loss, ctx's error, or ErrNotHeld
+// after Close released it: anything else means the library gave up on a
+// delete it should have retried, and its node may block the queue.
+func (o *op) release(r *leaseRec, fn func(context.Context) error) {
+	if o.s.cutBeforeRelease.CompareAndSwap(true, false) {
+		o.s.proxy.Cut()
+		o.tt.began(fCutBeforeRelease, "c%d before releasing %s", o.s.idx, r.node)
+	}
+	o.tt.lg.ended(r, monoNow(), zklock.ErrReleased)
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		start := monoNow()
+		err := fn(ctx)
+		took := time.Duration(monoNow() - start)
+		cancel()
+		if took > 3*time.Second+overshootSlack {
+			o.tt.lg.violate("%s: Release on %s took %v with a 3s deadline", o.who, o.path, took.Round(time.Millisecond))
+		}
+		switch {
+		case err == nil, errors.Is(err, zklock.ErrLockLost), errors.Is(err, zklock.ErrClosed):
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+			o.tt.counts.add("release.timeout")
+			return
+		case errors.Is(err, zklock.ErrNotHeld) && o.s.isRetired(o.c):
+			return // Close released it first
+		}
+		o.tt.lg.violate("%s: Release of %s (node %s) failed: %v", o.who, o.path, r.node, err)
+		if errors.Is(err, zklock.ErrNotHeld) || errors.Is(err, zklock.ErrNotOwner) {
+			return
+		}
+	}
+}
+
+// do runs Mutex.Do; the lease runs from fn's start to its return or the
+// cancellation of its context.
+func (o *op) do(ctx context.Context) {
+	m, err := o.c.NewMutex(o.path)
+	if err != nil {
+		o.tt.lg.violate("NewMutex(%s): %v", o.path, err)
+		return
+	}
+	owner := o.ownerName("do")
+	actx, cancel, dl := o.deadline(ctx)
+	defer cancel()
+	hold := o.holdTime()
+	waiting := true
+	o.s.waiting.Add(1)
+	err = m.Do(zklock.WithOwner(actx, owner), func(fctx context.Context) error {
+		o.s.waiting.Add(-1)
+		waiting = false
+		at := monoNow()
+		r := &leaseRec{path: o.path, owner: owner, holder: o.who + " do", start: at, planned: at + mono(hold), done: fctx.Done()}
+		o.tt.lg.grant(r)
+		o.tt.watchEnd(r, fctx.Done(), func() error { return context.Cause(fctx) })
+		o.tt.counts.add("grant.do")
+		o.hold(fctx, fctx.Done(), hold)
+		o.tt.lg.ended(r, monoNow(), errFnReturned)
+		return nil
+	})
+	if waiting {
+		o.s.waiting.Add(-1)
+	}
+	o.tt.returned(o.who+" do", dl, monoNow(), err)
+	o.tt.acquireError("do", err)
+}
+
+// singleton runs RunSingleton for 1..8s; each election's fn holds a while and
+// returns, which ends the run early.
+func (o *op) singleton(ctx context.Context) {
+	d := randDur(o.rng, time.Second, 8*time.Second)
+	dl := monoNow() + mono(d)
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var elected *zklock.Lease
+	err := zklock.RunSingleton(sctx, o.c, o.path, func(fctx context.Context) error {
+		hold := o.holdTime()
+		at := monoNow()
+		r := &leaseRec{path: o.path, node: elected.Node(), holder: o.who + " singleton", start: at, planned: at + mono(hold), done: fctx.Done()}
+		o.tt.lg.grant(r)
+		o.tt.watchEnd(r, fctx.Done(), func() error { return context.Cause(fctx) })
+		o.tt.lg.setToken(r, elected.Token())
+		o.tt.counts.add("grant.singleton")
+		o.hold(fctx, fctx.Done(), hold)
+		o.tt.lg.ended(r, monoNow(), errFnReturned)
+		return nil
+	}, zklock.OnElected(func(l *zklock.Lease) { elected = l }), zklock.OnLost(func(error) { o.tt.counts.add("singleton.lost") }))
+	o.tt.returned(o.who+" singleton", dl, monoNow(), err)
+	o.tt.acquireError("singleton", err)
+}
+
+// checkTree: once every client has closed, nothing is left under the root:
+// no lock node, and no empty lock path or ancestor.
+func (tt *torture) checkTree() {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left, err := tt.descendants(tt.cfg.root)
+		if err == nil && len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			tt.lg.violate("left under %s after every client closed: %v (err %v)", tt.cfg.root, left, err)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = tt.obs.Delete(tt.cfg.root, -1)
+}
+
+func (tt *torture) descendants(p string) ([]string, error) {
+	children, _, err := tt.obs.Children(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range children {
+		out = append(out, p+"/"+c)
+		below, err := tt.descendants(p + "/" + c)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, err
+		}
+		out = append(out, below...)
+	}
+	return out, nil
+}
+
+// checkGoroutines: with the clients, the child, the proxies, the observer and
+// the servers gone, only the goroutines of before the run remain.
+func (tt *torture) checkGoroutines(baseline goleak.Option) {
+	for _, s := range tt.slots {
+		_ = s.proxy.Close()
+	}
+	if tt.child != nil {
+		_ = tt.child.proxy.Close()
+	}
+	tt.obs.Close()
+	if !tt.cluster.External() {
+		for _, s := range tt.cluster.Servers() {
+			_ = s.Kill() // its log and wait goroutines end with it
+		}
+	}
+	if err := goleak.Find(baseline); err != nil {
+		tt.verdict.violations = append(tt.verdict.violations, fmt.Sprintf("goroutines leaked: %v", err))
+	}
+}
+
+// report prints the summary line and fails the test on any violation.
+func (tt *torture) report() {
+	v := tt.verdict
+	var faults []string
+	skipped := 0
+	for k := range numFaultKinds {
+		faults = append(faults, fmt.Sprintf("%s=%d", k, tt.counts.get("fault."+k.String())))
+		skipped += tt.counts.get("skipped." + k.String())
+	}
+	margin := "none"
+	if v.margins > 0 {
+		margin = v.minMargin.Round(time.Millisecond).String()
+	}
+	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d acquisitions=%d mutex=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d child=%d "+
+		"faults{%s} skipped=%d losses=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
+		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.reentrant"),
+		tt.counts.get("grant.try"), tt.counts.get("try.attempts"), tt.counts.get("grant.do"), tt.counts.get("grant.singleton"), tt.counts.get("grant.child"),
+		strings.Join(faults, " "), skipped, v.losses, v.worst.Round(time.Millisecond), tt.lg.bound, margin, v.fenced, tt.counts.get("child.writes"),
+		tt.cpu.max, tt.cpu.maxCut, len(v.violations))
+	fmt.Println(line)
+	tt.t.Log(line)
+	if v.marginWhat != "" {
+		tt.t.Logf("smallest loss-to-grant margin: %s", v.marginWhat)
+	}
+	if v.worstWhat != "" {
+		tt.t.Logf("worst overshoot: %s", v.worstWhat)
+	}
+	tt.t.Logf("skipped faults (target busy or not found): %s", strings.Join(tt.counts.withPrefix("skipped."), " "))
+	if other := append(tt.counts.withPrefix("release."), append(tt.counts.withPrefix("singleton."), tt.counts.withPrefix("lost_in_fn.")...)...); len(other) > 0 {
+		tt.t.Logf("other tallies: %s", strings.Join(other, " "))
+	}
+	for _, e := range tt.counts.withPrefix("acquire_error.") {
+		tt.t.Logf("acquire error: %s", e)
+	}
+	for i, e := range v.violations {
+		if i == 30 {
+			tt.t.Errorf("... and %d more", len(v.violations)-i)
+			break
+		}
+		tt.t.Errorf("violation: %s", e)
+	}
+	if len(v.violations) > 0 {
+		tt.saveTimeline()
+		tt.t.Errorf("replay: go test -race -run '^TestTorture$' . -args -torture.seed=%d -torture.clients=%d -torture.duration=%v", tt.cfg.seed, tt.cfg.clients, tt.cfg.duration)
+	}
+}
+
+// saveTimeline writes the fault timeline of a failed run next to the test's
+// temporary files, where it outlives the test, and logs where.
+func (tt *torture) saveTimeline() {
+	name := filepath.Join(os.TempDir(), fmt.Sprintf("zklock-torture-%d-%d.faults", tt.cfg.seed, os.Getpid()))
+	text := strings.Join(tt.verdict.timeline, "\n") + "\n"
+	if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+		tt.t.Logf("writing the fault timeline: %v", err)
+		return
+	}
+	tt.t.Logf("fault timeline (%d lines, times since the start): %s", len(tt.verdict.timeline), name)
+}
