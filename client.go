@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -365,10 +364,13 @@ func (c *Client) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), c.opts.cleanupTimeout)
 		defer cancel()
 		for _, l := range leases {
-			if err := l.release(ctx, ErrClosed); err != nil && !errors.Is(err, ErrNotHeld) {
-				c.log.Warn("zklock: release on close", "node", l.Node(), "err", err)
+			if !l.endOnClose() {
+				continue
 			}
-			l.endOnClose() // a refused delete leaves it held: the session's end removes the node
+			c.forgetLease(l)
+			if err := c.removeWithin(ctx, l.q); err != nil {
+				c.log.Warn("zklock: removing a lease's node on close", "node", l.Node(), "err", err)
+			}
 		}
 		c.mu.Lock()
 		c.drained = true

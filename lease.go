@@ -35,6 +35,7 @@ type Lease struct {
 	deferred   error // a loss seen while a Release was deleting the node
 	errClaimed bool  // a Release has reported the end already
 	done       chan struct{}
+	onEnd      []func(error) // run when the lease ends, under mu: they must not block
 }
 
 // leaseState is where a lease is in its life. The transitions, all in this
@@ -137,33 +138,22 @@ func (l *Lease) presumeLost() { l.presumeOnce.Do(func() { close(l.presumed) }) }
 // the delete (an ACL without delete permission, say), Release returns that
 // error and the lease stays held, and watched, so Release can be tried again.
 func (l *Lease) Release(ctx context.Context) error {
-	return l.release(ctx, ErrReleased)
+	return l.release(ctx)
 }
 
-func (l *Lease) release(ctx context.Context, reason error) error {
+func (l *Lease) release(ctx context.Context) error {
 	if err := l.beginRelease(); err != nil {
 		return err
 	}
-	c := l.c
-	done := make(chan error, 1)
-	if c.trackRelease() {
-		go func() {
-			defer c.wg.Done()
-			done <- c.removeNode(l.q)
-		}()
-	} else {
-		done <- c.removeNode(l.q) // Close has finished releasing: no new goroutines
+	err := l.c.removeWithin(ctx, l.q)
+	if classify(err) == errStop {
+		l.endRelease(nil) // the delete goes on in the background
+		return err
 	}
-	select {
-	case err := <-done:
-		if err := l.endRelease(reason, err); err != nil {
-			return fmt.Errorf("zklock: release %s: %w", l.q.full(), err)
-		}
-		return nil
-	case <-ctx.Done():
-		l.endRelease(reason, nil) // the delete goes on in the background
-		return ctxErr(ctx)
+	if err := l.endRelease(err); err != nil {
+		return fmt.Errorf("zklock: release %s: %w", l.q.full(), err)
 	}
+	return nil
 }
 
 // beginRelease moves a held lease to releasing, or says why it cannot.
@@ -186,11 +176,10 @@ func (l *Lease) beginRelease() error {
 
 // endRelease applies the delete's outcome: ended, or held again if the
 // server refused it (then a loss seen meanwhile takes effect).
-func (l *Lease) endRelease(reason, delErr error) error {
+func (l *Lease) endRelease(delErr error) error {
 	l.mu.Lock()
 	if delErr == nil {
-		l.state = leaseHeld // so that end applies
-		l.endLocked(reason)
+		l.endLocked(ErrReleased)
 		l.errClaimed = true
 		l.mu.Unlock()
 		l.c.forgetLease(l)
@@ -206,21 +195,43 @@ func (l *Lease) endRelease(reason, delErr error) error {
 	return delErr
 }
 
-// endOnClose ends a lease Close could not release (the server refused the
-// delete): closing the session removes the node.
-func (l *Lease) endOnClose() {
+// endOnClose ends a held lease for Close, before its node is deleted: its
+// holder must hear that the lock is going before anyone else can get it.
+// It reports whether it ended the lease (one being released is left to its
+// Release).
+func (l *Lease) endOnClose() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.state == leaseHeld {
-		l.endLocked(ErrClosed)
+	if l.state != leaseHeld {
+		return false
 	}
+	l.endLocked(ErrClosed)
+	l.errClaimed = true // Close released it: a later Release says ErrNotHeld
+	return true
 }
 
-// endLocked closes Done with err; l.mu is held and the lease is held.
+// endLocked closes Done with err and runs the end hooks; l.mu is held.
 func (l *Lease) endLocked(err error) {
 	l.state = leaseEnded
 	l.err = err
 	close(l.done)
+	for _, fn := range l.onEnd {
+		fn(err)
+	}
+	l.onEnd = nil
+}
+
+// whenEnded runs fn(err) as the lease ends, before its node is deleted by
+// zklock, or now if it has ended. fn runs under the lease's lock and must
+// not block (a context's cancel, say).
+func (l *Lease) whenEnded(fn func(error)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state == leaseEnded {
+		fn(l.err)
+		return
+	}
+	l.onEnd = append(l.onEnd, fn)
 }
 
 // lose ends a held lease with err and removes its node in the background if

@@ -402,6 +402,26 @@ func (c *Client) waitCleanup(fn func() error) error {
 	}
 }
 
+// removeWithin removes q's node, waiting for it until ctx ends; the removal
+// goes on in the background after that.
+func (c *Client) removeWithin(ctx context.Context, q *queueNode) error {
+	done := make(chan error, 1)
+	if c.trackRelease() {
+		go func() {
+			defer c.wg.Done()
+			done <- c.removeNode(q)
+		}()
+	} else {
+		done <- c.removeNode(q) // Close has finished releasing: no new goroutines
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctxErr(ctx)
+	}
+}
+
 // removeInBackground removes q's node without anyone waiting (a lost lease).
 func (c *Client) removeInBackground(q *queueNode) {
 	if !c.trackRelease() {

@@ -21,13 +21,7 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 // runHolding runs fn under l and releases l afterwards.
 func (c *Client) runHolding(ctx context.Context, l *Lease, fn func(ctx context.Context) error) error {
 	fctx, cancel := context.WithCancelCause(ctx)
-	go func() {
-		select {
-		case <-l.Done():
-			cancel(l.Err())
-		case <-fctx.Done():
-		}
-	}()
+	l.whenEnded(cancel) // at once, before zklock deletes the node (Close)
 	ferr := fn(fctx)
 	cancel(context.Canceled)
 
