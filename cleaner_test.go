@@ -3,8 +3,6 @@ package zklock_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -134,8 +132,8 @@ func TestTokenGrowsAcrossPathRecreation(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		l, err := m.Acquire(context.Background())
 		require.NoError(t, err)
-		require.Greater(t, l.Token(), last, "round %d", i)
-		last = l.Token()
+		require.Greater(t, tokenOf(l), last, "round %d", i)
+		last = tokenOf(l)
 		require.NoError(t, l.Release(context.Background()))
 		waitGone(t, obs, p) // deleted by the cleaner, recreated by the next Acquire
 	}
@@ -156,13 +154,7 @@ func TestContainersRemovedByServerWithoutCleaner(t *testing.T) {
 	_ = l // the process "dies" holding the lock: its session ends, no cleaner runs
 	require.NoError(t, c.Close())
 
-	obs, events, err := zk.Connect(zc.Addrs(), testSession, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
-	require.NoError(t, err)
-	defer obs.Close()
-	go func() {
-		for range events {
-		}
-	}()
+	obs := zktest.Connect(t, zc.Addrs(), testSession).Conn
 	waitGone(t, obs, "/dead/process/lock")
 	ok, _, err := obs.Exists("/dead/process")
 	require.NoError(t, err)

@@ -2,8 +2,6 @@ package zklock_test
 
 import (
 	"context"
-	"io"
-	"log"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -133,7 +131,7 @@ func TestSlowEventHandlerDoesNotHideTheSession(t *testing.T) {
 		require.NoError(t, err)
 		l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
 		require.NoError(t, err)
-		l.Token()
+		tokenOf(l)
 		leases = append(leases, l)
 	}
 	stuck.Store(true)
@@ -157,8 +155,7 @@ func TestSlowEventHandlerDoesNotHideTheSession(t *testing.T) {
 // with no deadline ends with ErrClosed, promptly and without spinning.
 func TestCallerClosingConnectionEndsWaits(t *testing.T) {
 	p, obs, _, _ := holding(t)
-	conn, events, err := zk.Connect(cluster.Addrs(), testSession, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
-	require.NoError(t, err)
+	conn, events := rawConn(t, cluster.Addrs(), testSession)
 	c, err := zklock.NewClient(conn, events)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
@@ -181,4 +178,31 @@ func TestCallerClosingConnectionEndsWaits(t *testing.T) {
 	}
 	used, wall := cpuTime()-cpu, time.Since(start)
 	require.Less(t, used, wall/2+200*time.Millisecond, "CPU %v in %v: a hot loop", used, wall)
+}
+
+// Close is bounded even when the server cannot be reached: what it cannot
+// delete in time goes with the session it closes.
+func TestCloseIsBoundedDuringPartition(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(2*time.Second), zklock.WithCleanupTimeout(500*time.Millisecond))
+	m, err := c.NewMutex(p)
+	require.NoError(t, err)
+	l, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() { _, err := m.Acquire(context.Background()); errc <- err }()
+	waitChildren(t, obs, p, 2)
+
+	proxy.Stall()
+	start := time.Now()
+	require.NoError(t, c.Close())
+	took := time.Since(start)
+	require.Less(t, took, 2*time.Second, "Close hung on an unreachable server")
+	require.ErrorIs(t, <-errc, zklock.ErrClosed)
+	<-l.Done()
+	proxy.Resume()
+	waitChildren(t, obs, p, 0) // the session ended; its nodes went with it
+	t.Logf("Close took %v while partitioned", took.Round(time.Millisecond))
 }

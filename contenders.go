@@ -72,8 +72,3 @@ func (c *Client) Contenders(ctx context.Context, path string) ([]Contender, erro
 	}
 	return out, nil
 }
-
-// Contenders lists everyone queued on the lock, holder first.
-func (m *Mutex) Contenders(ctx context.Context) ([]Contender, error) {
-	return m.c.Contenders(ctx, m.path)
-}

@@ -5,7 +5,22 @@
 // first served, and a release wakes exactly one waiter. Each node records who
 // created it (host, pid, client, goroutine or named owner), so a holder can
 // re-enter (ReentrantMutex) and an operator can see who holds and who waits
-// (Contenders).
+// (Client.Contenders).
+//
+// # Tour
+//
+//	client, err := zklock.Connect(ctx, servers)   // one session; Close releases everything
+//	mu, err := client.NewMutex("/locks/report")   // checks the path, no I/O
+//	lease, err := mu.Acquire(ctx)                 // waits its turn; ctx's deadline is the timeout
+//	token, err := lease.Token(ctx)                // fencing token for the resource
+//	<-lease.Done()                                // closed the moment the lock may be gone
+//	err = lease.Release(ctx)
+//
+// Mutex.TryAcquire takes the lock only if nobody holds or waits; Mutex.Do runs
+// a function under the lock with a context cancelled on loss;
+// Mutex.RunSingleton keeps exactly one process running a loop, campaigning
+// again after a loss. ReentrantMutex lets its owner (goroutine, or an owner
+// named with WithOwner) take the lock again.
 //
 // # Safety contract
 //
@@ -30,4 +45,20 @@
 // Lock nodes use the names of Curator's InterProcessMutex and go-zookeeper's
 // zk.Lock ("_c_<guid>-lock-<seq>"), and kazoo's "__lock__" nodes are counted
 // too, so those libraries and zklock exclude each other on one path.
+//
+// # Inside
+//
+// An Acquire flows through four files. queue.go creates the queue node (with
+// a GUID, so a create whose reply is lost is found again) and sends the
+// listing in the same round trip; watch.go waits for the node's turn, watching
+// only the node ahead, and confirms the node still exists before the lock is
+// granted; lease.go turns the node into a Lease, whose state (held, releasing,
+// ended) and loss rule live there with the monitor that applies them;
+// request.go runs each ZooKeeper request so a caller can stop waiting, sorts
+// errors by what they mean, and holds the one retry policy. session.go follows
+// the ZooKeeper session (events and a cross-check of the connection), wire.go
+// times the bytes on the connection (the loss clock), client.go holds options
+// and Close. mutex.go, reentrant.go and singleton.go are the primitives on
+// that core; cleaner.go removes empty lock paths; contenders.go lists a queue;
+// path.go and owner.go are the pure rules for names and node records.
 package zklock

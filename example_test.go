@@ -102,12 +102,13 @@ func ExampleMutex_Do() {
 	// <nil>
 }
 
-func ExampleRunSingleton() {
+func ExampleMutex_RunSingleton() {
 	client, _ := zklock.Connect(context.Background(), servers)
 	defer client.Close()
+	mu, _ := client.NewMutex("/examples/leader")
 
 	ctx, stop := context.WithCancel(context.Background())
-	err := zklock.RunSingleton(ctx, client, "/examples/leader", func(ctx context.Context) error {
+	err := mu.RunSingleton(ctx, func(ctx context.Context) error {
 		// The leader-only loop: runs until ctx ends (shutdown or lost lock).
 		fmt.Println("leading")
 		stop()
@@ -130,10 +131,11 @@ func ExampleLease_Token() {
 	// so a holder that lost the lock during a pause cannot write after the next.
 	storage := &fencedStore{}
 	first, _ := mu.Acquire(ctx)
-	token := first.Token()
+	token, _ := first.Token(ctx)
 	_ = first.Release(ctx)
 	second, _ := mu.Acquire(ctx)
-	fmt.Println(storage.write(second.Token(), "new holder"))
+	newer, _ := second.Token(ctx)
+	fmt.Println(storage.write(newer, "new holder"))
 	fmt.Println(storage.write(token, "stale holder"))
 	_ = second.Release(ctx)
 	// Output:

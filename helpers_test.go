@@ -35,22 +35,17 @@ func connect(t testing.TB, opts ...zklock.Option) *zklock.Client {
 // observer opens a plain go-zookeeper connection for looking at the tree.
 func observer(t testing.TB) *zk.Conn {
 	t.Helper()
-	conn, events, err := zk.Connect(cluster.Addrs(), testSession, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	return zktest.Connect(t, cluster.Addrs(), testSession).Conn
+}
+
+// rawConn opens a go-zookeeper connection and hands over its event channel
+// (for NewClient), without waiting for a session; closed when the test ends.
+func rawConn(t testing.TB, addrs []string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
+	t.Helper()
+	conn, events, err := zk.Connect(addrs, timeout, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
 	require.NoError(t, err)
-	deadline := time.After(30 * time.Second)
-	for conn.State() != zk.StateHasSession {
-		select {
-		case <-events:
-		case <-deadline:
-			t.Fatal("observer: no session")
-		}
-	}
-	go func() {
-		for range events {
-		}
-	}()
 	t.Cleanup(conn.Close)
-	return conn
+	return conn, events
 }
 
 var pathSeq atomic.Int64
@@ -131,10 +126,17 @@ func mntr(t testing.TB) zktest.Mntr {
 	return m
 }
 
-// eventually polls cond (for server counters, which have no watch) with a bound.
+// eventually polls cond (for server counters, which have no watch) for up to
+// 10 s.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	eventuallyWithin(t, 10*time.Second, what, cond)
+}
+
+// eventuallyWithin polls cond for up to d.
+func eventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -160,4 +162,30 @@ func holding(t testing.TB) (string, *zk.Conn, *zklock.Mutex, *zklock.Lease) {
 	l, err := m.Acquire(context.Background())
 	require.NoError(t, err)
 	return p, obs, m, l
+}
+
+// tokenOf returns l's fencing token, or 0 if it cannot be known (the lease
+// ended first).
+func tokenOf(l *zklock.Lease) int64 {
+	tok, _ := l.Token(context.Background())
+	return tok
+}
+
+// mustMutex returns a Mutex of c on p.
+func mustMutex(t testing.TB, c *zklock.Client, p string) *zklock.Mutex {
+	t.Helper()
+	m, err := c.NewMutex(p)
+	require.NoError(t, err)
+	return m
+}
+
+// connectVia opens a Client on the given addresses (a proxy, another cluster).
+func connectVia(t testing.TB, addrs []string, opts ...zklock.Option) *zklock.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := zklock.Connect(ctx, addrs, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
 }

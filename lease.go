@@ -81,25 +81,26 @@ func (l *Lease) Sequence() int64 { return l.q.seq }
 
 // Token returns the fencing token: the creation zxid of the lock node, unique
 // across the ensemble and larger for every later holder of the same path,
-// even after the path was deleted and recreated. It may wait for one round
-// trip the first time (the read runs behind Acquire). It returns 0 if the
-// node could not be read, or the lease ended before the read came back; Err
-// then reports why.
-func (l *Lease) Token() int64 {
+// even after the path was deleted and recreated. A lease granted after a wait
+// knows it when Acquire returns; otherwise it may take one round trip (the
+// read runs behind Acquire). It fails if ctx ends first, or if the lease ended
+// before the token was known (the error is the lease's end: Err says the same).
+// It never ends the lease itself.
+func (l *Lease) Token(ctx context.Context) (int64, error) {
 	l.q.startFetch() // already under way unless the own-node watch is off
 	select {
 	case <-l.q.fetched:
+	case <-ctx.Done():
+		return 0, ctxErr(ctx)
 	case <-l.done:
-		select {
-		case <-l.q.fetched: // both ready: the token is known
-		default:
-			return 0 // ended (lost) while the read waits for the server
+		if !isDone(l.q.fetched) {
+			return 0, l.Err()
 		}
 	}
 	if l.q.fetchErr != nil {
-		return 0 // the monitor turns the failed read into the loss it means
+		return 0, fetchLost(l.q.full(), l.q.fetchErr) // the monitor ends the lease with the same
 	}
-	return l.q.czxid
+	return l.q.czxid, nil
 }
 
 // Done returns a channel closed when the lease ends for any reason: Release,

@@ -1,13 +1,13 @@
 package zklock_test
 
 import (
-	"io"
-	"log"
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
@@ -47,7 +47,7 @@ func TestRefusedReleaseKeepsLeaseWatched(t *testing.T) {
 	require.NoError(t, err)
 	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
-	require.NotZero(t, l.Token())
+	require.NotZero(t, tokenOf(l))
 
 	require.ErrorIs(t, l.Release(ctxTimeout(t, 10*time.Second)), zk.ErrNoAuth)
 	require.NoError(t, l.Err(), "a refused release leaves the lease held")
@@ -113,9 +113,7 @@ func TestLeaseMadeAfterPauseIsEndedAtOnce(t *testing.T) {
 func TestLeaseMadeAfterDropIsEndedAtOnceOnCallersConnection(t *testing.T) {
 	p := lockPath(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
-	conn, events, err := zk.Connect([]string{proxy.Addr()}, 4*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
-	require.NoError(t, err)
-	t.Cleanup(conn.Close)
+	conn, events := rawConn(t, []string{proxy.Addr()}, 4*time.Second)
 	c, err := zklock.NewClient(conn, events)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
@@ -138,4 +136,88 @@ func TestLeaseMadeAfterDropIsEndedAtOnceOnCallersConnection(t *testing.T) {
 		t.Fatal("a lease made while disconnected was handed out with Done open")
 	}
 	require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+}
+
+// A holder cut off from ZooKeeper must learn that its lease is gone before
+// anyone else can be granted the lock. Both moments are read from one
+// monotonic clock in this process.
+func TestPartitionedHolderLosesLeaseBeforeAnotherAcquires(t *testing.T) {
+	for _, timeout := range []time.Duration{time.Second, 1500 * time.Millisecond, 2 * time.Second} {
+		t.Run(timeout.String(), func(t *testing.T) {
+			p := lockPath(t)
+			obs := observer(t)
+			proxy := zktest.NewProxy(t, cluster.Addrs()...)
+			holder := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(timeout))
+			m, err := holder.NewMutex(p)
+			require.NoError(t, err)
+			l, err := m.Acquire(context.Background())
+			require.NoError(t, err)
+
+			other, err := connect(t).NewMutex(p)
+			require.NoError(t, err)
+			acquired := make(chan time.Time, 1)
+			go func() {
+				ol, err := other.Acquire(ctxTimeout(t, 30*time.Second))
+				at := time.Now()
+				if assert.NoError(t, err) {
+					assert.NoError(t, ol.Release(context.Background()))
+				}
+				acquired <- at
+			}()
+			waitChildren(t, obs, p, 2)
+
+			proxy.Stall()
+			stalled := time.Now()
+			<-l.Done()
+			doneAt := time.Now()
+			otherAt := <-acquired
+			proxy.Resume()
+
+			require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+			require.True(t, doneAt.Before(otherAt), "holder learned of the loss %v after the other acquired", doneAt.Sub(otherAt))
+			t.Logf("session %v: lease lost %v after the stall, %v before the next holder",
+				timeout, doneAt.Sub(stalled).Round(time.Millisecond), otherAt.Sub(doneAt).Round(time.Millisecond))
+		})
+	}
+}
+
+func TestLeaseLostWhenNodeDeletedBySomeoneElse(t *testing.T) {
+	_, obs, _, l := holding(t)
+	tokenOf(l) // the own-node watch is in place once the token is known
+	require.NoError(t, obs.Delete(l.Node(), -1))
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after the node was deleted")
+	}
+	require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+	require.ErrorIs(t, l.Release(context.Background()), zklock.ErrLockLost, "releasing a lost lease reports the loss")
+}
+
+func TestShortDisconnectKeepsLease(t *testing.T) {
+	const timeout = 2 * time.Second
+	p := lockPath(t)
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(timeout))
+	m, err := c.NewMutex(p)
+	require.NoError(t, err)
+	l, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	tokenOf(l)
+
+	// A stall well inside the deadline, then a reset connection: go-zookeeper
+	// reconnects to the same session.
+	proxy.Stall()
+	time.Sleep(timeout / 5)
+	proxy.Resume()
+	proxy.Cut()
+	select {
+	case <-l.Done():
+		t.Fatalf("lease ended after a short disconnect: %v", l.Err())
+	case <-time.After(timeout):
+	}
+	require.NoError(t, l.Err())
+	require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
+	require.Empty(t, lockChildren(t, obs, p))
 }

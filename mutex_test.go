@@ -41,7 +41,7 @@ func TestMutexExcludesUnderContention(t *testing.T) {
 				if inside.Add(1) != 1 {
 					overlaps.Add(1)
 				}
-				tok := l.Token()
+				tok := tokenOf(l)
 				tokMu.Lock()
 				assert.Greater(t, tok, lastToken, "fencing token must grow with every holder")
 				lastToken = tok
@@ -128,7 +128,7 @@ func TestMutexServesInArrivalOrder(t *testing.T) {
 // waiter's watch on it), and no watch is left on the server afterwards.
 func TestMutexReleaseWakesExactlyOneWaiter(t *testing.T) {
 	p, obs, _, holder := holding(t)
-	holder.Token() // the own-node watch is set
+	tokenOf(holder) // the own-node watch is set
 	const n = 5
 	ws := queueWaiters(t, obs, p, 1, n)
 	obs.Close() // its child watches would fire too
@@ -136,7 +136,7 @@ func TestMutexReleaseWakesExactlyOneWaiter(t *testing.T) {
 	before := mntr(t)
 	require.NoError(t, holder.Release(context.Background()))
 	next := <-ws[0].got
-	next.Token()
+	tokenOf(next)
 	after := mntr(t)
 	require.EqualValues(t, 2, zktest.WatchEventsFired(before, after), "watch events fired by one release")
 	for _, w := range ws[1:] {
@@ -250,7 +250,7 @@ func TestLeaseLifecycle(t *testing.T) {
 	require.Equal(t, []string{l.Node()[len(p)+1:]}, lockChildren(t, obs, p))
 	_, stat, err := obs.Get(l.Node())
 	require.NoError(t, err)
-	require.Equal(t, stat.Czxid, l.Token(), "the token is the node's creation zxid")
+	require.Equal(t, stat.Czxid, tokenOf(l), "the token is the node's creation zxid")
 
 	require.NoError(t, l.Release(context.Background()))
 	<-l.Done()
@@ -260,7 +260,7 @@ func TestLeaseLifecycle(t *testing.T) {
 
 	l2, err := m.Acquire(context.Background())
 	require.NoError(t, err)
-	require.Greater(t, l2.Token(), stat.Czxid)
+	require.Greater(t, tokenOf(l2), stat.Czxid)
 	require.NoError(t, l2.Release(context.Background()))
 }
 
@@ -420,7 +420,7 @@ func TestRequestCostUncontended(t *testing.T) {
 	for i := 0; i < n; i++ {
 		l, err := m.Acquire(context.Background())
 		require.NoError(t, err)
-		l.Token()
+		tokenOf(l)
 		require.NoError(t, l.Release(context.Background()))
 	}
 	after := mntr(t)
@@ -442,7 +442,7 @@ func TestRequestCostHandOffs(t *testing.T) {
 	require.NoError(t, err)
 	holder, err := m.Acquire(context.Background())
 	require.NoError(t, err)
-	holder.Token()
+	tokenOf(holder)
 	const w = 5
 	ws := queueWaiters(t, obs, p, 1, w)
 	obs.Close()
@@ -451,7 +451,7 @@ func TestRequestCostHandOffs(t *testing.T) {
 	require.NoError(t, holder.Release(context.Background()))
 	for i, wp := range ws {
 		l := <-wp.got
-		l.Token()
+		tokenOf(l)
 		close(wp.release)
 		require.NoError(t, <-wp.errc)
 		_ = i
@@ -501,7 +501,7 @@ func TestWaiterWhoseNodeWasDeletedIsNeverGranted(t *testing.T) {
 	for _, watch := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ownNodeWatch=%v", watch), func(t *testing.T) {
 			p, obs, _, h := holding(t)
-			h.Token()
+			tokenOf(h)
 			mw, err := connect(t, zklock.WithOwnNodeWatch(watch)).NewMutex(p)
 			require.NoError(t, err)
 			mx, err := connect(t, zklock.WithOwnNodeWatch(watch)).NewMutex(p)

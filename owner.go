@@ -17,7 +17,7 @@ type Owner struct {
 	PID       int       `json:"pid,omitempty"`
 	Client    string    `json:"client,omitempty"`    // the Client's random id
 	Goroutine int64     `json:"goroutine,omitempty"` // set when no explicit owner was named
-	Owner     string    `json:"owner,omitempty"`     // the explicit owner named with WithOwner
+	Name      string    `json:"owner,omitempty"`     // the explicit owner named with WithOwner
 	Since     time.Time `json:"since"`               // when the node was created (joined the queue)
 }
 
@@ -74,5 +74,5 @@ func goroutineID() int64 {
 }
 
 func (c *Client) ownerRecord(explicit string, goroutine int64) Owner {
-	return Owner{Host: c.host, PID: c.pid, Client: c.id, Goroutine: goroutine, Owner: explicit, Since: time.Now().UTC()}
+	return Owner{Host: c.host, PID: c.pid, Client: c.id, Goroutine: goroutine, Name: explicit, Since: time.Now().UTC()}
 }

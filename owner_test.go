@@ -13,8 +13,8 @@ var since = time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
 func TestPureOwnerRoundTrip(t *testing.T) {
 	for _, o := range []Owner{
 		{Host: "web-1", PID: 4242, Client: "0123456789abcdef", Goroutine: 17, Since: since},
-		{Host: "web-1", PID: 4242, Client: "0123456789abcdef", Owner: "job-9", Since: since},
-		{Client: "c", Owner: "ünïcødé \"quoted\" \n", Since: since},
+		{Host: "web-1", PID: 4242, Client: "0123456789abcdef", Name: "job-9", Since: since},
+		{Client: "c", Name: "ünïcødé \"quoted\" \n", Since: since},
 	} {
 		got, ok := parseOwner(o.marshal())
 		require.True(t, ok, "%+v", o)
@@ -77,11 +77,11 @@ func FuzzParseOwner(f *testing.F) {
 		if client == "" {
 			return // not a record zklock writes
 		}
-		in := Owner{Host: host, PID: pid, Client: client, Goroutine: goroutine, Owner: owner, Since: time.Unix(0, nanos).UTC()}
+		in := Owner{Host: host, PID: pid, Client: client, Goroutine: goroutine, Name: owner, Since: time.Unix(0, nanos).UTC()}
 		got, ok := parseOwner(in.marshal())
 		require.True(t, ok, "%+v", in)
 		want := in
-		want.Host, want.Client, want.Owner = asJSON(host), asJSON(client), asJSON(owner)
+		want.Host, want.Client, want.Name = asJSON(host), asJSON(client), asJSON(owner)
 		require.Equal(t, want, got)
 	})
 }

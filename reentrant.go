@@ -224,8 +224,3 @@ func heldByOther(holds map[string]*hold, key string) bool {
 	}
 	return false
 }
-
-// Contenders lists everyone queued on the lock, holder first.
-func (r *ReentrantMutex) Contenders(ctx context.Context) ([]Contender, error) {
-	return r.c.Contenders(ctx, r.path)
-}

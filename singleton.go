@@ -64,7 +64,7 @@ func OnLost(fn func(error)) SingletonOption {
 	return func(s *singletonConfig) { s.onLost = fn }
 }
 
-// RunSingleton makes sure at most one process runs fn for path at a time:
+// RunSingleton makes sure at most one process runs fn for the lock's path at a time:
 // it campaigns for the lock, runs fn while it holds it, and when the lock is
 // lost it cancels fn's context, waits for fn to return, then waits for a
 // working session and campaigns again, at the back of the queue. It returns
@@ -74,15 +74,12 @@ func OnLost(fn func(error)) SingletonOption {
 // fn must stop promptly when its context is cancelled: zklock cancels it the
 // moment the lease is lost or presumed lost, before any other process could
 // be granted the lock, but it cannot stop a fn that ignores its context.
-func RunSingleton(ctx context.Context, c *Client, path string, fn func(ctx context.Context) error, opts ...SingletonOption) error {
+func (m *Mutex) RunSingleton(ctx context.Context, fn func(ctx context.Context) error, opts ...SingletonOption) error {
 	var cfg singletonConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
-	m, err := c.NewMutex(path)
-	if err != nil {
-		return err
-	}
+	c := m.c
 	for {
 		l, err := m.Acquire(ctx)
 		if err != nil {
@@ -95,7 +92,7 @@ func RunSingleton(ctx context.Context, c *Client, path string, fn func(ctx conte
 		if !errors.Is(err, ErrLockLost) || ctx.Err() != nil {
 			return err
 		}
-		c.log.Warn("zklock: singleton lost its lock; campaigning again", "path", path, "err", err)
+		c.log.Warn("zklock: singleton lost its lock; campaigning again", "path", m.path, "err", err)
 		if cfg.onLost != nil {
 			cfg.onLost(err)
 		}

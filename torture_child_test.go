@@ -112,7 +112,7 @@ func (ch *childLocker) round(ctx context.Context) {
 		sleepCtx(ctx, 20*time.Millisecond)
 		return
 	}
-	tok := l.Token()
+	tok := tokenOf(l)
 	ch.say("grant %s %s %d %d %d %d", path, l.Node(), tok, called, granted, granted+mono(hold))
 	end, why := ch.hold(ctx, l, path, tok, hold)
 	ch.say("end %s %d %s", l.Node(), end, why)

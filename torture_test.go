@@ -565,7 +565,7 @@ func (o *op) granted(kind string, l *zklock.Lease, at mono, hold time.Duration, 
 	r := &leaseRec{path: o.path, node: l.Node(), owner: owner, holder: o.who + " " + kind, start: at, planned: at + mono(hold), done: l.Done()}
 	o.tt.lg.grant(r)
 	o.tt.watchEnd(r, l.Done(), l.Err)
-	o.tt.lg.setToken(r, l.Token())
+	o.tt.lg.setToken(r, tokenOf(l))
 	o.tt.counts.add("grant." + kind)
 	return r
 }
@@ -757,13 +757,18 @@ func (o *op) singleton(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var elected *zklock.Lease
-	err := zklock.RunSingleton(sctx, o.c, o.path, func(fctx context.Context) error {
+	m, err := o.c.NewMutex(o.path)
+	if err != nil {
+		o.tt.t.Errorf("%s: %v", o.who, err)
+		return
+	}
+	err = m.RunSingleton(sctx, func(fctx context.Context) error {
 		hold := o.holdTime()
 		at := monoNow()
 		r := &leaseRec{path: o.path, node: elected.Node(), holder: o.who + " singleton", start: at, planned: at + mono(hold), done: fctx.Done()}
 		o.tt.lg.grant(r)
 		o.tt.watchEnd(r, fctx.Done(), func() error { return context.Cause(fctx) })
-		o.tt.lg.setToken(r, elected.Token())
+		o.tt.lg.setToken(r, tokenOf(elected))
 		o.tt.counts.add("grant.singleton")
 		o.hold(fctx, fctx.Done(), hold)
 		o.tt.lg.ended(r, monoNow(), errFnReturned)

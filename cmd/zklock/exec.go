@@ -305,19 +305,12 @@ func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stde
 // confirm returns the lease's fencing token, or 0 and the exit code after
 // reporting that the lock was lost before the command could start.
 func (o *execOpts) confirm(lease *zklock.Lease, stderr io.Writer) (int64, int) {
-	token := lease.Token() // may wait one round trip; 0 means the lease is lost
-	if token == 0 {
-		select { // the lease's monitor is about to end it
-		case <-lease.Done():
-		case <-time.After(5 * time.Second):
-		}
+	token, err := lease.Token(context.Background()) // may wait one round trip
+	if err == nil {
+		err = lease.Err()
 	}
-	if err := lease.Err(); err != nil || token == 0 {
-		why := "its lock node could not be read"
-		if err != nil {
-			why = lossCause(err)
-		}
-		return 0, fail(stderr, exitLost, "lost the lock on %s before the command started: %s; run it again", o.path, why)
+	if err != nil {
+		return 0, fail(stderr, exitLost, "lost the lock on %s before the command started: %s; run it again", o.path, lossCause(err))
 	}
 	return token, exitOK
 }

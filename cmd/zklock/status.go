@@ -139,7 +139,7 @@ func printJSON(stdout, stderr io.Writer, cs []zklock.Contender) int {
 	for i, c := range cs {
 		j := contenderJSON{
 			Position: i, Holder: c.Holder, Node: c.Node, Sequence: c.Sequence, Token: c.Token,
-			Host: c.Owner.Host, PID: c.Owner.PID, Client: c.Owner.Client, Goroutine: c.Owner.Goroutine, Owner: c.Owner.Owner,
+			Host: c.Owner.Host, PID: c.Owner.PID, Client: c.Owner.Client, Goroutine: c.Owner.Goroutine, Owner: c.Owner.Name,
 		}
 		if isRecord(c) {
 			since := c.Owner.Since
@@ -171,8 +171,8 @@ func isRecord(c zklock.Contender) bool { return c.Owner.Client != "" }
 
 func ownerName(o zklock.Owner) string {
 	switch {
-	case o.Owner != "":
-		return o.Owner
+	case o.Name != "":
+		return o.Name
 	case o.Goroutine != 0:
 		return "goroutine " + strconv.FormatInt(o.Goroutine, 10)
 	}

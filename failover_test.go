@@ -1,0 +1,149 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// holders checks mutual exclusion in the presence of lost leases: when a
+// lease is granted, the previous holder must have released or seen its lease
+// end. Tokens must grow with every holder.
+type holders struct {
+	mu        sync.Mutex
+	current   *zklock.Lease
+	lastToken int64
+	overlaps  int
+	shrinks   int
+	granted   int
+}
+
+func (h *holders) acquired(l *zklock.Lease) {
+	tok := tokenOf(l)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.current != nil {
+		select {
+		case <-h.current.Done():
+		default:
+			h.overlaps++
+		}
+	}
+	if tok != 0 && tok <= h.lastToken {
+		h.shrinks++
+	}
+	if tok > h.lastToken {
+		h.lastToken = tok
+	}
+	h.current = l
+	h.granted++
+}
+
+func (h *holders) releasing(l *zklock.Lease) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.current == l {
+		h.current = nil
+	}
+}
+
+// contend runs workers that acquire, hold briefly and release until stop is
+// closed. Every Acquire must succeed or return by its deadline.
+func contend(t *testing.T, clients []*zklock.Client, p string, h *holders, stop <-chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	const deadline = 20 * time.Second
+	for _, c := range clients {
+		m, err := c.NewMutex(p)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				l, err := m.Acquire(ctx)
+				cancel()
+				if err != nil {
+					assert.ErrorIs(t, err, context.DeadlineExceeded)
+					assert.Less(t, time.Since(start), deadline+2*time.Second, "Acquire overran its deadline")
+					continue
+				}
+				h.acquired(l)
+				time.Sleep(time.Millisecond)
+				h.releasing(l)
+				rctx, rcancel := context.WithTimeout(context.Background(), deadline)
+				err = l.Release(rctx)
+				rcancel()
+				if err != nil && !errors.Is(err, zklock.ErrLockLost) {
+					assert.NoError(t, err)
+				}
+			}
+		}()
+	}
+	return &wg
+}
+
+func TestServerRestartWithHolderAndWaiters(t *testing.T) {
+	zc := zktest.Start(t)
+	var clients []*zklock.Client
+	for i := 0; i < 4; i++ {
+		clients = append(clients, connectVia(t, zc.Addrs(), zklock.WithSessionTimeout(15*time.Second)))
+	}
+	obs := clients[0]
+	const p = "/restart/lock"
+	h := &holders{}
+	stop := make(chan struct{})
+	wg := contend(t, clients, p, h, stop)
+
+	eventually(t, "some hand-offs before the restart", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= 20 })
+	srv := zc.Servers()[0]
+	require.NoError(t, srv.Stop())
+	before := func() int { h.mu.Lock(); defer h.mu.Unlock(); return h.granted }()
+	require.NoError(t, srv.Restart(ctxTimeout(t, 60*time.Second)))
+	eventually(t, "hand-offs after the restart", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= before+20 })
+	close(stop)
+	wg.Wait()
+
+	require.Zero(t, h.overlaps, "two holders at once")
+	require.Zero(t, h.shrinks, "a fencing token went backwards")
+	cs, err := obs.Contenders(context.Background(), p)
+	require.NoError(t, err)
+	require.Empty(t, cs, "orphan lock nodes")
+}
+
+func TestEnsembleLeaderKilledWhileContending(t *testing.T) {
+	zc := zktest.Start(t, zktest.WithEnsemble(3))
+	var clients []*zklock.Client
+	for i := 0; i < 8; i++ {
+		clients = append(clients, connectVia(t, zc.Addrs(), zklock.WithSessionTimeout(8*time.Second)))
+	}
+	const p = "/ensemble/lock"
+	h := &holders{}
+	stop := make(chan struct{})
+	wg := contend(t, clients, p, h, stop)
+
+	eventually(t, "hand-offs before the kill", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= 20 })
+	leader, err := zc.Leader()
+	require.NoError(t, err)
+	require.NoError(t, zc.Servers()[leader].Kill())
+	before := func() int { h.mu.Lock(); defer h.mu.Unlock(); return h.granted }()
+	eventuallyWithin(t, 30*time.Second, "hand-offs after the leader died", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= before+20 })
+	close(stop)
+	wg.Wait()
+	require.Zero(t, h.overlaps, "two holders at once")
+	require.Zero(t, h.shrinks, "a fencing token went backwards")
+	t.Logf("%d grants, leader was server %d", h.granted, leader+1)
+}
