@@ -85,7 +85,7 @@ func (c *Client) acquireOnce(ctx context.Context, lockPath string, owner Owner, 
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitTurn(ctx, q, children, try); err != nil {
+	if err := c.waitTurn(ctx, q, mutexTurn, children, try); err != nil {
 		return nil, c.giveUp(q, err)
 	}
 	if c.opts.watchOwnNode {

@@ -16,15 +16,15 @@ var (
 	errRetry     = errors.New("zklock: retry")      // the connection dropped: back off, then list again
 )
 
-// waitTurn waits until q is first in its lock path's queue. It watches only
-// the node just ahead (no herd: one release wakes one waiter) and re-checks
-// after every wake-up, because the node ahead may have left without ever
-// holding the lock (a waiter that gave up). children is a listing made after
-// q was created, or nil.
+// waitTurn waits until rule says q holds the lock. It watches only the one
+// node rule names (no herd: one release wakes one waiter) and re-checks
+// after every wake-up, because that node may have left without ever holding
+// the lock (a waiter that gave up). children is a listing made after q was
+// created, or nil.
 //
-// With try set it never waits: ErrLocked if anyone is ahead.
+// With try set it never waits: ErrLocked if q does not hold at once.
 // errSessionOver or errNodeDeleted: q is gone.
-func (c *Client) waitTurn(ctx context.Context, q *queueNode, children []string, try bool) error {
+func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule turnRule, children []string, try bool) error {
 	r := c.retrier(ctx, q.sess)
 	for {
 		var err error
@@ -32,20 +32,17 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, children []string, 
 			children, err = c.list(ctx, q)
 		}
 		if err == nil {
-			me, pred := queuePosition(children, q.name)
+			t := readTurn(rule, children, q.name)
 			children = nil
 			switch {
-			case me < 0:
+			case !t.present:
 				return c.goneReason(q)
-			case me == 0:
-				return nil // the listing was made after q existed: q is first
+			case t.holds:
+				return nil // the listing was made after q existed
 			case try:
 				return ErrLocked
 			}
-			// Sequence numbers only grow, so nobody can join ahead of us:
-			// once the node ahead is the holder and it goes, the lock is
-			// ours without another listing.
-			err = c.waitPred(ctx, q, q.path+"/"+pred, me == 1)
+			err = c.waitPred(ctx, q, q.path+"/"+t.blocker, t.last)
 		}
 		switch {
 		case errors.Is(err, errLookAgain):
@@ -78,29 +75,14 @@ func (c *Client) list(ctx context.Context, q *queueNode) ([]string, error) {
 	return nil, fmt.Errorf("zklock: list %s: %w", q.path, err)
 }
 
-// queuePosition finds name among the lock nodes in children: its place in
-// queue order (-1 if absent) and the name of the node just ahead of it.
-func queuePosition(children []string, name string) (int, string) {
-	nodes := sortedLockNodes(children)
-	for i, n := range nodes {
-		if n.name == name {
-			if i == 0 {
-				return 0, ""
-			}
-			return i, nodes[i-1].name
-		}
-	}
-	return -1, ""
-}
-
-// waitPred watches pred, the node just ahead of q, until it changes. It
-// returns nil when the lock is q's: pred was the holder, it is gone, and q's
-// node still exists (confirmHead). A watch set with GetW, not ExistsW: on a
+// waitPred watches pred, the node q waits for, until it changes. It returns
+// nil when the lock is q's: pred was the last thing between q and the lock,
+// it is gone, and q's node still exists (confirmHead). A watch set with GetW, not ExistsW: on a
 // node that just vanished ExistsW leaves a watch for its re-creation behind
 // on the server; GetW leaves nothing. A waiter that gives up leaves its watch
 // on pred until pred changes or the session ends (go-zookeeper cannot remove
 // watches); the server keeps at most one watch per session and node.
-func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, predIsHolder bool) error {
+func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, last bool) error {
 	ch, err := call(ctx, c, func() (<-chan zk.Event, error) {
 		_, _, ch, err := c.conn.GetW(pred)
 		return ch, err
@@ -108,7 +90,7 @@ func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, predIs
 	switch kind := classify(err); {
 	case kind == errNone:
 	case errors.Is(err, zk.ErrNoNode):
-		if predIsHolder {
+		if last {
 			return c.confirmHead(ctx, q)
 		}
 		return errLookAgain
@@ -124,7 +106,7 @@ func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, predIs
 	select {
 	case ev := <-ch:
 		switch {
-		case ev.Type == zk.EventNodeDeleted && predIsHolder:
+		case ev.Type == zk.EventNodeDeleted && last:
 			return c.confirmHead(ctx, q)
 		case ev.Type == zk.EventNotWatching && classify(ev.Err) == errSession:
 			return errSessionOver
