@@ -332,14 +332,7 @@ func (c *Client) ID() string { return c.id }
 // Conn returns the underlying connection, for requests zklock does not make.
 func (c *Client) Conn() *zk.Conn { return c.conn }
 
-func (c *Client) isClosed() bool {
-	select {
-	case <-c.closing:
-		return true
-	default:
-		return false
-	}
-}
+func (c *Client) isClosed() bool { return isDone(c.closing) }
 
 // Close ends every wait with ErrClosed (removing its queue node), releases
 // every lease, runs pending cleanups, closes the connection if Connect opened

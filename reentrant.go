@@ -148,15 +148,6 @@ func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explici
 	return l, err
 }
 
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // forget drops h from the holds; c.mu is held.
 func (r *ReentrantMutex) forget(key string, h *hold) {
 	holds := r.c.holds[r.path]

@@ -111,6 +111,16 @@ func (r *retrier) wait() error {
 	}
 }
 
+// isDone reports whether ch is closed.
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // track registers one more zklock goroutine or call that Close must wait
 // for; false once the client is closing.
 func (c *Client) track() bool {

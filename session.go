@@ -30,14 +30,7 @@ func newSession(id int64) *session { return &session{id: id, lost: make(chan str
 
 func (s *session) end() { s.once.Do(func() { close(s.lost) }) }
 
-func (s *session) ended() bool {
-	select {
-	case <-s.lost:
-		return true
-	default:
-		return false
-	}
-}
+func (s *session) ended() bool { return isDone(s.lost) }
 
 // errConnEnded ends every wait of a client whose connection its owner closed
 // (NewClient): no session will come again.
@@ -91,14 +84,7 @@ func (c *Client) syncSession() *session {
 	return c.sess
 }
 
-func (c *Client) connIsEnded() bool {
-	select {
-	case <-c.connEnded:
-		return true
-	default:
-		return false
-	}
-}
+func (c *Client) connIsEnded() bool { return isDone(c.connEnded) }
 
 // session returns the current session, which may have ended.
 func (c *Client) session() *session { return c.syncSession() }
@@ -110,18 +96,26 @@ func (c *Client) liveSession(ctx context.Context) (*session, error) {
 		if !s.ended() {
 			return s, nil
 		}
-		c.mu.Lock()
-		ready := c.ready
-		c.mu.Unlock()
-		select {
-		case <-ready:
-		case <-c.closing:
-			return nil, ErrClosed
-		case <-c.connEnded:
-			return nil, errConnEnded
-		case <-ctx.Done():
-			return nil, fmt.Errorf("zklock: waiting for a session: %w", ctxCause(ctx))
+		if err := c.waitReady(ctx); err != nil {
+			return nil, err
 		}
+	}
+}
+
+// waitReady waits for the next session to be established.
+func (c *Client) waitReady(ctx context.Context) error {
+	c.mu.Lock()
+	ready := c.ready
+	c.mu.Unlock()
+	select {
+	case <-ready:
+		return nil
+	case <-c.closing:
+		return ErrClosed
+	case <-c.connEnded:
+		return errConnEnded
+	case <-ctx.Done():
+		return fmt.Errorf("zklock: waiting for a session: %w", ctxCause(ctx))
 	}
 }
 
@@ -140,15 +134,8 @@ func (c *Client) sessionFor(ctx context.Context, id int64) (*session, error) {
 		if c.conn.SessionID() != id {
 			return nil, errSessionOver
 		}
-		c.mu.Lock()
-		ready := c.ready
-		c.mu.Unlock()
-		select {
-		case <-ready:
-		case <-ctx.Done():
-			return nil, ctxErr(ctx)
-		case <-c.closing:
-			return nil, ErrClosed
+		if err := c.waitReady(ctx); err != nil {
+			return nil, err
 		}
 	}
 }
