@@ -53,8 +53,8 @@ func TestMain(m *testing.M) {
 //   - otherwise start if the pattern matches the name of any test, example or
 //     fuzz target that is not pure.
 //
-// So `go test -run 'TestPure|Fuzz' .` and `go test -run '^$' -fuzz FuzzX .`
-// start nothing, and `go test ./...` starts ZooKeeper as always. Erring
+// So `go test -run 'TestPure|Fuzz' .`, `go test -run '^$' -fuzz FuzzX .` and
+// `make torture` start no shared server, and `go test ./...` starts ZooKeeper as always. Erring
 // towards starting is safe; the opposite leaves cluster nil.
 func needsServer(m *testing.M) bool {
 	if flagValue("test.list") != "" {
@@ -73,15 +73,18 @@ func needsServer(m *testing.M) bool {
 		return true
 	}
 	for _, n := range names {
-		if re.MatchString(n) && !isPure(n) {
+		if re.MatchString(n) && !ownsItsServer(n) {
 			return true
 		}
 	}
 	return false
 }
 
-func isPure(name string) bool {
-	return strings.HasPrefix(name, "TestPure") || strings.HasPrefix(name, "Fuzz")
+// ownsItsServer reports a test that needs no shared server: pure tests and
+// fuzz targets need none, the torture starts its own ensemble (and its child
+// process connects through the parent's proxy).
+func ownsItsServer(name string) bool {
+	return strings.HasPrefix(name, "TestPure") || strings.HasPrefix(name, "Fuzz") || strings.HasPrefix(name, "TestTorture")
 }
 
 func flagValue(name string) string {
