@@ -3,7 +3,6 @@ package zklock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
 	"strings"
 	"sync"
@@ -11,72 +10,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 )
-
-// containerSupport remembers, once per client, whether the server can create
-// container nodes (ZooKeeper 3.5.1+): those it deletes by itself once empty.
-type containerSupport struct {
-	mu      sync.Mutex
-	checked bool
-	ok      bool
-}
-
-// ensureParents creates the lock path and its missing ancestors. Nodes the
-// cleaner may remove are created as containers where the server has them, so
-// the server removes them too if this process dies before its cleaner runs.
-func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
-	paths := append(ancestors(lockPath), lockPath)
-	r := c.retrier(ctx, nil)
-	for i := 0; i < len(paths); i++ {
-		err := c.createParent(ctx, paths[i], c.cleaner.mayRemove(paths[i], lockPath))
-		switch {
-		case err == nil:
-			continue
-		case classify(err) == errConnection:
-			i-- // try this one again
-		case errors.Is(err, zk.ErrNoNode):
-			i = -1 // an ancestor vanished under us (a cleaner elsewhere): start over
-		default:
-			return err
-		}
-		if err := r.wait(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *Client) createParent(ctx context.Context, p string, container bool) error {
-	useContainer := container && c.containersAvailable()
-	_, err := call(ctx, c, func() (string, error) {
-		if useContainer {
-			return c.conn.CreateContainer(p, nil, zk.FlagContainer, c.opts.acl)
-		}
-		return c.conn.Create(p, nil, zk.FlagPersistent, c.opts.acl)
-	})
-	switch {
-	case err == nil, errors.Is(err, zk.ErrNodeExists):
-		return nil
-	case useContainer && (errors.Is(err, zk.ErrUnknown) || errors.Is(err, zk.ErrAPIError)):
-		// An old server: remember, and fall back to a persistent node.
-		c.containers.mu.Lock()
-		c.containers.ok = false
-		c.containers.mu.Unlock()
-		return c.createParent(ctx, p, false)
-	case errors.Is(err, zk.ErrNoNode), classify(err) == errConnection, classify(err) == errStop:
-		return err // the caller starts over, retries or stops
-	default:
-		return fmt.Errorf("zklock: create %s: %w", p, err)
-	}
-}
-
-func (c *Client) containersAvailable() bool {
-	c.containers.mu.Lock()
-	defer c.containers.mu.Unlock()
-	if !c.containers.checked {
-		c.containers.checked, c.containers.ok = true, true
-	}
-	return c.containers.ok
-}
 
 // maxPendingCleanups bounds the cleaner's memory. Past it, new cleanups are
 // dropped: container nodes are still removed by the server, and a path used

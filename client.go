@@ -199,14 +199,14 @@ type Client struct {
 	eventsEnd  chan struct{} // closed when the event goroutine ends
 	wg         sync.WaitGroup
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the four fields below
 	sess    *session
 	ready   chan struct{} // closed and replaced when a new session is established
 	leases  map[*Lease]struct{}
-	drained bool                        // Close has released the leases: no new release goroutines
-	holds   map[string]map[string]*hold // reentrant holds by lock path, then owner
+	drained bool // Close has released the leases: no new release goroutines
 
-	containers containerSupport
+	holds      holdTable        // reentrant.go's, under its own lock
+	containers containerSupport // parents.go's, under its own lock
 	cleaner    *cleaner
 }
 
@@ -308,7 +308,7 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 		sess:       newSession(0),
 		ready:      make(chan struct{}),
 		leases:     make(map[*Lease]struct{}),
-		holds:      make(map[string]map[string]*hold),
+		holds:      holdTable{byPath: make(map[string]map[string]*hold)},
 	}
 	c.sess.end() // no session yet
 	c.cleaner = newCleaner(c)

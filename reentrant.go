@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 )
 
 // ReentrantMutex is a fair lock that its owner may take again while holding
@@ -22,6 +23,13 @@ import (
 type ReentrantMutex struct {
 	c    *Client
 	path string
+}
+
+// holdTable is the client's reentrant holds, by lock path, then owner. It has
+// its own lock: nothing else of the client is touched under it.
+type holdTable struct {
+	mu     sync.Mutex
+	byPath map[string]map[string]*hold
 }
 
 // hold is one owner's holding of one path.
@@ -88,15 +96,15 @@ type reentry struct {
 // claim looks at the owner's hold on the path, under the client's lock.
 func (r *ReentrantMutex) claim(key string) (reentry, error) {
 	c := r.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.holds.mu.Lock()
+	defer c.holds.mu.Unlock()
 	if c.isClosed() {
 		return reentry{}, ErrClosed
 	}
-	holds := c.holds[r.path]
+	holds := c.holds.byPath[r.path]
 	if holds == nil {
 		holds = make(map[string]*hold)
-		c.holds[r.path] = holds
+		c.holds.byPath[r.path] = holds
 	}
 	h := holds[key]
 	switch {
@@ -127,9 +135,9 @@ func (r *ReentrantMutex) checkNested(key string, h *hold) (*Lease, error) {
 	if err == nil {
 		return h.lease, nil
 	}
-	r.c.mu.Lock()
+	r.c.holds.mu.Lock()
 	h.count--
-	r.c.mu.Unlock()
+	r.c.holds.mu.Unlock()
 	return nil, err
 }
 
@@ -137,8 +145,8 @@ func (r *ReentrantMutex) checkNested(key string, h *hold) (*Lease, error) {
 func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explicit string, g int64) (*Lease, error) {
 	c := r.c
 	l, err := c.acquire(ctx, r.path, c.ownerRecord(explicit, g), false)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.holds.mu.Lock()
+	defer c.holds.mu.Unlock()
 	if err != nil {
 		r.forget(key, h)
 	} else {
@@ -148,14 +156,14 @@ func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explici
 	return l, err
 }
 
-// forget drops h from the holds; c.mu is held.
+// forget drops h from the holds; the table's lock is held.
 func (r *ReentrantMutex) forget(key string, h *hold) {
-	holds := r.c.holds[r.path]
+	holds := r.c.holds.byPath[r.path]
 	if holds[key] == h {
 		delete(holds, key)
 	}
 	if len(holds) == 0 {
-		delete(r.c.holds, r.path)
+		delete(r.c.holds.byPath, r.path)
 	}
 }
 
@@ -169,33 +177,33 @@ func (r *ReentrantMutex) Release(ctx context.Context) error {
 	explicit, g := ownerID(ctx)
 	key := holdKey(explicit, g)
 	c := r.c
-	c.mu.Lock()
-	holds := c.holds[r.path]
+	c.holds.mu.Lock()
+	holds := c.holds.byPath[r.path]
 	h := holds[key]
 	if h == nil || h.lease == nil {
 		other := heldByOther(holds, key)
-		c.mu.Unlock()
+		c.holds.mu.Unlock()
 		if other {
 			return fmt.Errorf("%w of %s", ErrNotOwner, r.path)
 		}
 		return fmt.Errorf("%w: %s", ErrNotHeld, r.path)
 	}
 	if h.releasing != nil {
-		c.mu.Unlock()
+		c.holds.mu.Unlock()
 		return fmt.Errorf("%w: %s is being released", ErrNotHeld, r.path)
 	}
 	if h.count > 1 {
 		h.count--
-		c.mu.Unlock()
+		c.holds.mu.Unlock()
 		return nil
 	}
 	rel := make(chan struct{})
 	h.releasing = rel // same-owner Acquires wait instead of re-entering a lease being released
-	c.mu.Unlock()
+	c.holds.mu.Unlock()
 
 	err := h.lease.Release(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.holds.mu.Lock()
+	defer c.holds.mu.Unlock()
 	h.releasing = nil
 	close(rel)
 	if err != nil && h.lease.held() {
@@ -206,7 +214,7 @@ func (r *ReentrantMutex) Release(ctx context.Context) error {
 }
 
 // heldByOther reports whether an owner other than key holds the lock (not
-// merely queues for it); c.mu is held.
+// merely queues for it); the table's lock is held.
 func heldByOther(holds map[string]*hold, key string) bool {
 	for k, h := range holds {
 		if k != key && h.lease != nil {
