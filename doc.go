@@ -48,11 +48,12 @@
 //
 // # Inside
 //
-// An Acquire flows through four files. queue.go creates the queue node (with
-// a GUID, so a create whose reply is lost is found again) and sends the
-// listing in the same round trip; watch.go waits for the node's turn, watching
-// only the node ahead, and confirms the node still exists before the lock is
-// granted; lease.go turns the node into a Lease, whose state (held, releasing,
+// An Acquire flows through a few files. queue.go creates the queue node
+// (with a GUID, so a create whose reply is lost is found again) and sends the
+// listing in the same round trip; turn.go decides from a listing whether the
+// node holds and which one node it waits for; watch.go waits, watching only
+// that node, and confirms the node still exists before the lock is granted;
+// remove.go deletes the node on every path that gives it up; lease.go turns the node into a Lease, whose state (held, releasing,
 // ended) and loss rule live there with the monitor that applies them;
 // request.go runs each ZooKeeper request so a caller can stop waiting, sorts
 // errors by what they mean, and holds the one retry policy. session.go follows

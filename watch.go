@@ -122,3 +122,37 @@ func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, last b
 		return errConnEnded
 	}
 }
+
+// confirmHead proves, after the holder ahead left, that q's node still exists
+// in its session: only then is the lock ours. (If someone deleted it, the
+// waiter behind it may also be watching that holder.) The read is the own-node
+// read of the lease, so it costs nothing extra when the own-node watch is on.
+func (c *Client) confirmHead(ctx context.Context, q *queueNode) error {
+	r := c.retrier(ctx, q.sess)
+	for {
+		res, err := call(ctx, c, q.readOwn)
+		switch kind := classify(err); {
+		case kind == errNone && res.owner == q.sess.id:
+			q.finishFetch(res, nil)
+			return nil
+		case kind == errNone, kind == errSession:
+			return errSessionOver
+		case errors.Is(err, zk.ErrNoNode):
+			return c.goneReason(q)
+		case kind != errConnection:
+			return fmt.Errorf("zklock: read %s: %w", q.full(), err)
+		}
+		if err := r.wait(); err != nil {
+			return err
+		}
+	}
+}
+
+// goneReason says why q's node is missing: its session ended, or someone
+// deleted it while the session lived on.
+func (c *Client) goneReason(q *queueNode) error {
+	if q.sess.ended() || c.conn.SessionID() != q.sess.id {
+		return errSessionOver
+	}
+	return errNodeDeleted
+}

@@ -1,0 +1,136 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// This file removes a queue node on every path that gives it up: a cancelled
+// create, a waiter that stops waiting, a released or lost lease. A delete is
+// retried until the node or its session is gone; it never runs on the
+// caller's context.
+
+// abandonCreate cleans up after a create whose outcome the caller stopped
+// waiting for: once it is known, the node (if any) is removed.
+func (c *Client) abandonCreate(q *queueNode, created <-chan result[createdNode]) {
+	_ = c.waitCleanup(func() error {
+		r := <-created
+		switch classify(r.err) {
+		case errNone:
+			q.name = r.v.name[len(q.path)+1:]
+		case errConnection:
+			found, _ := c.findByGUID(context.Background(), q, true)
+			if found.name == "" {
+				return nil
+			}
+			q.name = found.name
+		default:
+			return nil // never created, or gone with the session
+		}
+		q.sess = c.session()
+		return c.removeNode(q)
+	})
+}
+
+// abandon removes a queue node the caller gives up. Its error says the server
+// refused the delete: the node stays until its session ends.
+func (c *Client) abandon(q *queueNode) error {
+	return c.waitCleanup(func() error { return c.removeNode(q) })
+}
+
+// waitCleanup runs fn in the background and waits for it up to the cleanup
+// timeout: on a healthy connection the node is gone when the caller returns;
+// on a broken one the caller is not held hostage, and fn goes on (Close waits
+// for it) until the node or its session is gone.
+func (c *Client) waitCleanup(fn func() error) error {
+	done := make(chan error, 1)
+	c.wg.Add(1) // callers are tracked, so the count is above zero
+	go func() {
+		defer c.wg.Done()
+		done <- fn()
+	}()
+	t := time.NewTimer(c.opts.cleanupTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		c.log.Warn("zklock: queue node removal still pending after the cleanup timeout; it goes on in the background")
+		return nil
+	}
+}
+
+// removeWithin removes q's node, waiting for it until ctx ends; the removal
+// goes on in the background after that.
+func (c *Client) removeWithin(ctx context.Context, q *queueNode) error {
+	done := make(chan error, 1)
+	if c.trackRelease() {
+		go func() {
+			defer c.wg.Done()
+			done <- c.removeNode(q)
+		}()
+	} else {
+		done <- c.removeNode(q) // Close has finished releasing: no new goroutines
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctxErr(ctx)
+	}
+}
+
+// removeInBackground removes q's node without anyone waiting (a lost lease).
+func (c *Client) removeInBackground(q *queueNode) {
+	if !c.trackRelease() {
+		return // Close has finished releasing and is closing the session
+	}
+	go func() {
+		defer c.wg.Done()
+		_ = c.removeNode(q)
+	}()
+}
+
+// trackRelease is track for a lease's release, which Close itself makes:
+// it succeeds until Close has finished releasing.
+func (c *Client) trackRelease() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.drained {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+// removeNode deletes q's node, retrying across disconnections until the node
+// or its session is gone. A delete is never sent on behalf of the caller's
+// context: a cancelled caller must still not leave a node behind. It fails
+// only when the server refuses the delete (an ACL, say), with the server's
+// error as it is: callers say what they were doing.
+func (c *Client) removeNode(q *queueNode) error {
+	if q.removed.Load() {
+		return nil
+	}
+	r := c.cleanupRetrier(q.sess)
+	for {
+		err := c.conn.Delete(q.full(), -1)
+		switch kind := classify(err); {
+		case kind == errNone, kind == errSession, errors.Is(err, zk.ErrNoNode):
+			q.removed.Store(true)
+			c.cleaner.schedule(q.path)
+			return nil
+		case kind != errConnection:
+			c.log.Warn("zklock: deleting queue node failed", "node", q.full(), "err", err)
+			return err
+		}
+		if werr := r.wait(); werr != nil {
+			// The session is over, or Close closed it: the server removes the node.
+			q.removed.Store(errors.Is(werr, errSessionOver))
+			return nil
+		}
+	}
+}
