@@ -40,6 +40,7 @@ type options struct {
 	cleanupTimeout time.Duration
 	watchOwnNode   bool
 	requeue        bool
+	followerLag    time.Duration
 }
 
 type authCred struct {
@@ -136,6 +137,25 @@ func WithCleanupTimeout(d time.Duration) Option {
 func WithOwnNodeWatch(on bool) Option {
 	return func(o *options) error {
 		o.watchOwnNode = on
+		return nil
+	}
+}
+
+// WithFollowerLag tells zklock how long a follower that has lost its leader
+// may go on answering this client: ZooKeeper's syncLimit × tickTime (10 s
+// with the sample configuration's tickTime=2000, syncLimit=5). Meanwhile the
+// leader may already expire the session, so a lease's loss deadline moves
+// that much earlier: the last moment the server surely heard from the client
+// + 80 % of the session timeout − lag. Default 0, right for a standalone
+// server; on an ensemble, set it, or keep syncLimit × tickTime below a fifth
+// of the session timeout. A lag at or above 80 % of the session timeout ends
+// every lease at once.
+func WithFollowerLag(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: follower lag %v is negative", ErrInvalidOption, d)
+		}
+		o.followerLag = d
 		return nil
 	}
 }
@@ -241,8 +261,12 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	}
 	c := newClient(conn, true, w, o)
 	client.Store(c)
-	c.start(events, false)
-	if _, err := c.liveSession(ctx); err != nil {
+	go c.eventLoop(events, false)
+	_, err = c.liveSession(ctx)
+	if err == nil {
+		err = c.addAuth(ctx)
+	}
+	if err != nil {
 		c.Close()
 		if werr := w.lastError(); werr != nil {
 			return nil, fmt.Errorf("%w (last connection error: %w)", err, werr)
@@ -250,6 +274,29 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		return nil, err
 	}
 	return c, nil
+}
+
+// addAuth gives the session the client's credentials, under ctx, trying
+// again after a dropped connection: go-zookeeper re-sends credentials after a
+// reconnect only once the server has accepted them.
+func (c *Client) addAuth(ctx context.Context) error {
+	for _, a := range c.opts.auth {
+		r := c.retrier(ctx, nil)
+		for {
+			_, err := call(ctx, c, func() (struct{}, error) { return struct{}{}, c.conn.AddAuth(a.scheme, a.auth) })
+			kind := classify(err)
+			if kind == errNone {
+				break
+			}
+			if kind != errConnection {
+				return fmt.Errorf("zklock: adding %s credentials: %w", a.scheme, err)
+			}
+			if err := r.wait(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // NewClient builds a Client on a connection the caller already has. zklock
@@ -270,7 +317,13 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, 
 	}
 	c := newClient(conn, false, nil, o)
 	c.syncSession()
-	c.start(events, true)
+	go c.eventLoop(events, true)
+	for _, a := range c.opts.auth {
+		// go-zookeeper re-sends these after every reconnect.
+		if err := c.conn.AddAuth(a.scheme, a.auth); err != nil {
+			c.log.Warn("zklock: adding auth failed", "scheme", a.scheme, "err", err)
+		}
+	}
 	return c, nil
 }
 
@@ -315,17 +368,6 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 	return c
 }
 
-// start reads the event channel; trackSession when no callback does.
-func (c *Client) start(events <-chan zk.Event, trackSession bool) {
-	go c.eventLoop(events, trackSession)
-	for _, a := range c.opts.auth {
-		// go-zookeeper re-sends these after every reconnect.
-		if err := c.conn.AddAuth(a.scheme, a.auth); err != nil {
-			c.log.Warn("zklock: adding auth failed", "scheme", a.scheme, "err", err)
-		}
-	}
-}
-
 // ID returns the client's random id, recorded in its lock nodes.
 func (c *Client) ID() string { return c.id }
 
@@ -361,7 +403,7 @@ func (c *Client) Close() error {
 				continue
 			}
 			c.forgetLease(l)
-			if err := c.removeWithin(ctx, l.q); err != nil {
+			if _, err := c.removeWithin(ctx, l.q); err != nil {
 				c.log.Warn("zklock: removing a lease's node on close", "node", l.Node(), "err", err)
 			}
 		}

@@ -115,16 +115,15 @@ func (l *Lease) Err() error {
 	l.mu.Lock()
 	state, err := l.state, l.err
 	l.mu.Unlock()
-	if state != leaseHeld {
+	if state == leaseEnded {
 		return err
 	}
 	if lerr := l.c.lossCheck(l.q); lerr != nil {
 		l.lose(lerr)
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.err
 	}
-	return nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // presumeLost is called from the event goroutine when the connection dropped
@@ -146,19 +145,29 @@ func (l *Lease) release(ctx context.Context) error {
 	if err := l.beginRelease(); err != nil {
 		return err
 	}
-	err := l.c.removeWithin(ctx, l.q)
-	if classify(err) == errStop {
-		l.endRelease(nil) // the delete goes on in the background
+	how, err := l.c.removeWithin(ctx, l.q)
+	switch {
+	case classify(err) == errStop:
+		l.endRelease(removedUnknown) // the delete goes on in the background
 		return err
+	case err != nil:
+		if err := l.refusedRelease(err); err != nil {
+			return fmt.Errorf("zklock: release %s: %w", l.q.full(), err)
+		}
+		return nil
 	}
-	if err := l.endRelease(err); err != nil {
-		return fmt.Errorf("zklock: release %s: %w", l.q.full(), err)
-	}
-	return nil
+	return l.endRelease(how)
 }
 
-// beginRelease moves a held lease to releasing, or says why it cannot.
+// beginRelease moves a held lease to releasing, or says why it cannot. The
+// loss rule goes first: a lease that must be presumed lost is not released
+// but lost.
 func (l *Lease) beginRelease() error {
+	if l.held() {
+		if lerr := l.c.lossCheck(l.q); lerr != nil {
+			l.lose(lerr)
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch l.state {
@@ -175,16 +184,57 @@ func (l *Lease) beginRelease() error {
 	return nil
 }
 
-// endRelease applies the delete's outcome: ended, or held again if the
-// server refused it (then a loss seen meanwhile takes effect).
-func (l *Lease) endRelease(delErr error) error {
+// endRelease applies how the node went: only our own delete makes a
+// release; a node someone else deleted, or a session that ended, is the loss
+// it is. A loss that ended the lease meanwhile stands. It returns what
+// Release returns.
+func (l *Lease) endRelease(how removal) error {
 	l.mu.Lock()
-	if delErr == nil {
-		l.endLocked(ErrReleased)
+	if l.state == leaseEnded {
+		l.errClaimed = true
+		err := l.err
+		l.mu.Unlock()
+		return err
+	}
+	end := ErrReleased
+	switch how {
+	case removedByOther:
+		end = deletedByOther(l.q.full())
+		if l.deferred != nil {
+			end = l.deferred
+		}
+	case removedWithSession:
+		end = l.c.sessionLoss()
+	}
+	l.endLocked(end)
+	l.errClaimed = true
+	l.mu.Unlock()
+	l.c.forgetLease(l)
+	if end == ErrReleased {
+		return nil
+	}
+	return end
+}
+
+// refusedRelease handles a delete the server refused: the node is still
+// there, so the lease is held again and still watched, and a node-deleted
+// loss seen meanwhile takes effect. Once Close has begun, the lease ends
+// instead: closing the session removes the node. It returns what Release
+// reports: the loss, if one ended the lease meanwhile, or delErr.
+func (l *Lease) refusedRelease(delErr error) error {
+	l.mu.Lock()
+	switch {
+	case l.state == leaseEnded:
+		l.errClaimed = true
+		err := l.err
+		l.mu.Unlock()
+		return err
+	case l.c.isClosed():
+		l.endLocked(ErrClosed)
 		l.errClaimed = true
 		l.mu.Unlock()
 		l.c.forgetLease(l)
-		return nil
+		return delErr
 	}
 	l.state = leaseHeld
 	deferred := l.deferred
@@ -235,16 +285,18 @@ func (l *Lease) whenEnded(fn func(error)) {
 	l.onEnd = append(l.onEnd, fn)
 }
 
-// lose ends a held lease with err and removes its node in the background if
+// lose ends the lease with err and removes its node in the background if
 // the session may still hold it, so the queue behind it moves. While a
-// Release is deleting the node, the loss waits for the delete's outcome.
+// Release is deleting the node, a node-deleted loss may be that very delete:
+// it waits for the delete's outcome; any other loss ends the lease at once.
 func (l *Lease) lose(err error) {
 	l.mu.Lock()
-	switch l.state {
-	case leaseEnded:
+	releasing := l.state == leaseReleasing
+	switch {
+	case l.state == leaseEnded:
 		l.mu.Unlock()
 		return
-	case leaseReleasing:
+	case releasing && isNodeDeleted(err):
 		if l.deferred == nil {
 			l.deferred = err
 		}
@@ -256,9 +308,11 @@ func (l *Lease) lose(err error) {
 	c := l.c
 	c.log.Warn("zklock: lock lost", "node", l.q.full(), "err", err)
 	c.forgetLease(l)
-	// Delete by name even if the session seems over: the name carries our
-	// GUID, and a node that is already gone costs one NoNode.
-	c.removeInBackground(l.q)
+	if !releasing { // a Release is deleting it already
+		// Delete by name even if the session seems over: the name carries
+		// our GUID, and a node that is already gone costs one NoNode.
+		c.removeInBackground(l.q)
+	}
 }
 
 func (c *Client) forgetLease(l *Lease) {
@@ -284,6 +338,7 @@ func (l *Lease) monitor() {
 	defer c.wg.Done()
 	q := l.q
 	fetched := q.fetched // without the own-node watch, closed only if Token reads the node
+	sessLost, presumed := q.sess.lost, l.presumed
 	var own <-chan zk.Event
 	var rewatch <-chan result[<-chan zk.Event]
 	timer := time.NewTimer(c.checkInterval())
@@ -309,19 +364,16 @@ func (l *Lease) monitor() {
 			if errors.Is(r.err, zk.ErrNoNode) {
 				lost = deletedByOther(q.full())
 			}
-		case <-q.sess.lost:
-			lost = c.lossCheck(q)
-		case <-l.presumed:
-			lost = fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)
+		case <-sessLost:
+			sessLost, lost = nil, c.lossCheck(q)
+		case <-presumed:
+			presumed, lost = nil, fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)
 		case <-timer.C:
 			lost = c.lossCheck(q)
 			timer.Reset(c.checkInterval())
 		}
 		if lost != nil {
-			l.lose(lost)
-			if l.currentState() != leaseHeld {
-				return // ended, or a Release decides
-			}
+			l.lose(lost) // ends the lease, or waits for a Release's outcome
 		}
 	}
 }
@@ -365,8 +417,21 @@ func (l *Lease) watchOwnNode() <-chan result[<-chan zk.Event] {
 	})
 }
 
-func deletedByOther(node string) error {
-	return fmt.Errorf("%w: node %s was deleted by someone else", ErrLockLost, node)
+// nodeDeletedError is the loss of a lease whose node disappeared with its
+// session alive. During a Release it may be the Release's own delete.
+type nodeDeletedError struct{ node string }
+
+func (e *nodeDeletedError) Error() string {
+	return ErrLockLost.Error() + ": node " + e.node + " was deleted by someone else"
+}
+
+func (e *nodeDeletedError) Unwrap() error { return ErrLockLost }
+
+func deletedByOther(node string) error { return &nodeDeletedError{node} }
+
+func isNodeDeleted(err error) bool {
+	var nd *nodeDeletedError
+	return errors.As(err, &nd)
 }
 
 // fetchLost turns a failed read of the lease's own node into the loss it means.
@@ -396,13 +461,7 @@ const lossFraction = 0.8
 func (c *Client) lossCheck(q *queueNode) error {
 	switch {
 	case q.sess.ended() || c.conn.SessionID() != q.sess.id:
-		if c.isClosed() {
-			return ErrClosed
-		}
-		if c.connIsEnded() {
-			return fmt.Errorf("%w: the connection was closed", ErrLockLost)
-		}
-		return fmt.Errorf("%w: session expired: %w", ErrLockLost, zk.ErrSessionExpired)
+		return c.sessionLoss()
 	case c.wire != nil:
 		if c.untilLossDeadline() <= 0 {
 			return fmt.Errorf("%w: no word from ZooKeeper for longer than the session can be trusted", ErrLockLost)
@@ -413,13 +472,24 @@ func (c *Client) lossCheck(q *queueNode) error {
 	return nil
 }
 
+// sessionLoss is the end of a lease whose session is over.
+func (c *Client) sessionLoss() error {
+	switch {
+	case c.isClosed():
+		return ErrClosed
+	case c.connIsEnded():
+		return fmt.Errorf("%w: the connection was closed", ErrLockLost)
+	}
+	return fmt.Errorf("%w: session expired: %w", ErrLockLost, zk.ErrSessionExpired)
+}
+
 // untilLossDeadline returns how long until leases must be presumed lost.
 func (c *Client) untilLossDeadline() time.Duration {
 	contact, granted := c.wire.lastContact()
 	if granted <= 0 {
 		granted = c.opts.sessionTimeout
 	}
-	return time.Until(contact.Add(time.Duration(float64(granted) * lossFraction)))
+	return time.Until(contact.Add(time.Duration(float64(granted)*lossFraction) - c.opts.followerLag))
 }
 
 // checkInterval is how long the monitor sleeps between loss checks: until the

@@ -73,10 +73,10 @@ func (c *Client) enqueue(ctx context.Context, lockPath string, owner Owner, sess
 	// the one the caller started with: go-zookeeper sends a request queued
 	// during an expiry on the next session.
 	if q.sess, err = c.sessionFor(ctx, node.session); err != nil {
-		if !errors.Is(err, errSessionOver) {
-			q.sess = c.session()
-			_ = c.abandon(q)
-		}
+		// Delete by name even when the session looks over: the view may be
+		// stale, and a node that is gone costs one NoNode.
+		q.sess = c.session()
+		_ = c.abandon(q)
 		return nil, nil, err
 	}
 	if listed == nil {

@@ -132,6 +132,9 @@ func (r *ReentrantMutex) claim(key string) (reentry, error) {
 // may end the lease, which takes that lock.
 func (r *ReentrantMutex) checkNested(key string, h *hold) (*Lease, error) {
 	err := h.lease.Err()
+	if err == nil && !h.lease.held() {
+		err = fmt.Errorf("%w: %s is being released", ErrNotHeld, r.path) // Lease.Release was called directly
+	}
 	if err == nil {
 		return h.lease, nil
 	}
@@ -194,8 +197,9 @@ func (r *ReentrantMutex) Release(ctx context.Context) error {
 	}
 	if h.count > 1 {
 		h.count--
+		err := h.lease.Err() // a nested release of a lost lease says so
 		c.holds.mu.Unlock()
-		return nil
+		return err
 	}
 	rel := make(chan struct{})
 	h.releasing = rel // same-owner Acquires wait instead of re-entering a lease being released

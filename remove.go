@@ -65,21 +65,27 @@ func (c *Client) waitCleanup(fn func() error) error {
 
 // removeWithin removes q's node, waiting for it until ctx ends; the removal
 // goes on in the background after that.
-func (c *Client) removeWithin(ctx context.Context, q *queueNode) error {
-	done := make(chan error, 1)
+func (c *Client) removeWithin(ctx context.Context, q *queueNode) (removal, error) {
+	type outcome struct {
+		how removal
+		err error
+	}
+	done := make(chan outcome, 1)
 	if c.trackRelease() {
 		go func() {
 			defer c.wg.Done()
-			done <- c.removeNode(q)
+			how, err := c.deleteNode(q)
+			done <- outcome{how, err}
 		}()
 	} else {
-		done <- c.removeNode(q) // Close has finished releasing: no new goroutines
+		how, err := c.deleteNode(q) // Close has finished releasing: no new goroutines
+		done <- outcome{how, err}
 	}
 	select {
-	case err := <-done:
-		return err
+	case o := <-done:
+		return o.how, o.err
 	case <-ctx.Done():
-		return ctxErr(ctx)
+		return removedUnknown, ctxErr(ctx)
 	}
 }
 
@@ -106,31 +112,52 @@ func (c *Client) trackRelease() bool {
 	return true
 }
 
+// removal says how a node went away.
+type removal int
+
+const (
+	removedUnknown removal = iota // not known (yet)
+	removedByUs                   // our delete succeeded (or found it gone after a delete whose reply was lost)
+	removedByOther                // it was gone at our first delete, with the session alive: someone else deleted it
+	removedWithSession            // the session is over, or Close closed it: the server removes the node
+)
+
 // removeNode deletes q's node, retrying across disconnections until the node
 // or its session is gone. A delete is never sent on behalf of the caller's
 // context: a cancelled caller must still not leave a node behind. It fails
 // only when the server refuses the delete (an ACL, say), with the server's
 // error as it is: callers say what they were doing.
 func (c *Client) removeNode(q *queueNode) error {
+	_, err := c.deleteNode(q)
+	return err
+}
+
+// deleteNode is removeNode, also saying how the node went.
+func (c *Client) deleteNode(q *queueNode) (removal, error) {
 	if q.removed.Load() {
-		return nil
+		return removedByUs, nil
 	}
 	r := c.cleanupRetrier(q.sess)
-	for {
+	for attempt := 0; ; attempt++ {
 		err := c.conn.Delete(q.full(), -1)
+		how := removedByUs
 		switch kind := classify(err); {
-		case kind == errNone, kind == errSession, errors.Is(err, zk.ErrNoNode):
-			q.removed.Store(true)
-			c.cleaner.schedule(q.path)
-			return nil
-		case kind != errConnection:
+		case errors.Is(err, zk.ErrNoNode) && attempt == 0:
+			how = removedByOther
+		case kind == errSession:
+			how = removedWithSession
+		case kind == errConnection:
+			if werr := r.wait(); werr != nil {
+				q.removed.Store(errors.Is(werr, errSessionOver))
+				return removedWithSession, nil
+			}
+			continue
+		case kind != errNone && !errors.Is(err, zk.ErrNoNode):
 			c.log.Warn("zklock: deleting queue node failed", "node", q.full(), "err", err)
-			return err
+			return removedUnknown, err
 		}
-		if werr := r.wait(); werr != nil {
-			// The session is over, or Close closed it: the server removes the node.
-			q.removed.Store(errors.Is(werr, errSessionOver))
-			return nil
-		}
+		q.removed.Store(true)
+		c.cleaner.schedule(q.path)
+		return how, nil
 	}
 }

@@ -66,11 +66,16 @@ func (c *Client) connSession() int64 {
 // syncSession brings c.sess in line with the connection: a session id that
 // changed means the old session is over (expired: go-zookeeper sets the id to
 // zero, then to the next session's). Events only make this happen sooner.
-func (c *Client) syncSession() *session {
-	live := c.connSession()
-	current := c.conn.SessionID()
+//
+// The connection's state is read under c.mu, so two syncs cannot act on
+// readings taken in the other order; the returned channel is the one to wait
+// on for the next session, read in the same critical section (no missed
+// wake-up).
+func (c *Client) syncSession() (*session, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	live := c.connSession()
+	current := c.conn.SessionID()
 	if c.sess.id != current && !c.sess.ended() {
 		c.log.Warn("zklock: session expired", "session", fmt.Sprintf("0x%x", c.sess.id))
 		c.sess.end()
@@ -81,32 +86,32 @@ func (c *Client) syncSession() *session {
 		c.ready = make(chan struct{})
 		c.log.Info("zklock: session established", "session", fmt.Sprintf("0x%x", live))
 	}
-	return c.sess
+	return c.sess, c.ready
 }
 
 func (c *Client) connIsEnded() bool { return isDone(c.connEnded) }
 
 // session returns the current session, which may have ended.
-func (c *Client) session() *session { return c.syncSession() }
+func (c *Client) session() *session {
+	s, _ := c.syncSession()
+	return s
+}
 
 // liveSession waits until the client has a session that has not ended.
 func (c *Client) liveSession(ctx context.Context) (*session, error) {
 	for {
-		s := c.syncSession()
+		s, ready := c.syncSession()
 		if !s.ended() {
 			return s, nil
 		}
-		if err := c.waitReady(ctx); err != nil {
+		if err := c.waitReady(ctx, ready); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// waitReady waits for the next session to be established.
-func (c *Client) waitReady(ctx context.Context) error {
-	c.mu.Lock()
-	ready := c.ready
-	c.mu.Unlock()
+// waitReady waits for ready, the sign of the next session.
+func (c *Client) waitReady(ctx context.Context, ready <-chan struct{}) error {
 	select {
 	case <-ready:
 		return nil
@@ -124,7 +129,7 @@ func (c *Client) waitReady(ctx context.Context) error {
 // over (its ephemeral nodes are gone).
 func (c *Client) sessionFor(ctx context.Context, id int64) (*session, error) {
 	for {
-		s := c.syncSession()
+		s, ready := c.syncSession()
 		if s.id == id {
 			if s.ended() {
 				return nil, errSessionOver
@@ -134,7 +139,7 @@ func (c *Client) sessionFor(ctx context.Context, id int64) (*session, error) {
 		if c.conn.SessionID() != id {
 			return nil, errSessionOver
 		}
-		if err := c.waitReady(ctx); err != nil {
+		if err := c.waitReady(ctx, ready); err != nil {
 			return nil, err
 		}
 	}

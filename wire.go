@@ -260,12 +260,15 @@ func (c *wireConn) answered(granted time.Duration, connect bool) {
 	}
 	t := c.sent[0]
 	c.sent = c.sent[1:]
+	if connect && granted <= 0 {
+		return // the session was refused (expired): no news of a live session
+	}
 	w := c.w
 	w.mu.Lock()
 	if t > w.contact {
 		w.contact = t
 	}
-	if connect && granted > 0 { // zero: the session was refused (expired)
+	if connect {
 		w.granted = granted
 	}
 	w.mu.Unlock()
