@@ -1,0 +1,208 @@
+package zklock
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Defaults for the options below.
+const (
+	DefaultSessionTimeout = 10 * time.Second
+	DefaultCleanupDelay   = 5 * time.Second
+	// DefaultCleanupTimeout bounds how long a failed or cancelled Acquire
+	// waits for its queue node to be deleted before returning (the delete
+	// goes on in the background until the node or the session is gone).
+	DefaultCleanupTimeout = 10 * time.Second
+)
+
+// Option configures a Client. Invalid values make Connect and NewClient fail
+// with ErrInvalidOption.
+type Option func(*options) error
+
+type options struct {
+	sessionTimeout time.Duration
+	acl            []zk.ACL
+	auth           []authCred
+	logger         *slog.Logger
+	onEvent        func(zk.Event)
+	cleanupDelay   time.Duration
+	cleanupRoot    string
+	cleanupTimeout time.Duration
+	watchOwnNode   bool
+	requeue        bool
+	followerLag    time.Duration
+}
+
+type authCred struct {
+	scheme string
+	auth   []byte
+}
+
+func defaultOptions() options {
+	return options{
+		sessionTimeout: DefaultSessionTimeout,
+		acl:            zk.WorldACL(zk.PermAll),
+		logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		cleanupDelay:   DefaultCleanupDelay,
+		cleanupTimeout: DefaultCleanupTimeout,
+		watchOwnNode:   true,
+		requeue:        true,
+	}
+}
+
+// WithSessionTimeout sets the session timeout asked of the server (default
+// DefaultSessionTimeout). The server may clamp it; zklock uses the one granted.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: session timeout %v must be positive", ErrInvalidOption, d)
+		}
+		o.sessionTimeout = d
+		return nil
+	}
+}
+
+// WithACL sets the ACL of every node zklock creates (default: world, all).
+func WithACL(acl []zk.ACL) Option {
+	return func(o *options) error {
+		if len(acl) == 0 {
+			return fmt.Errorf("%w: empty ACL", ErrInvalidOption)
+		}
+		o.acl = acl
+		return nil
+	}
+}
+
+// WithDigestAuth adds digest credentials ("user:password") to the session;
+// combine with WithACL(zk.DigestACL(...)) to keep others off the lock nodes.
+func WithDigestAuth(user, password string) Option {
+	return func(o *options) error {
+		if user == "" {
+			return fmt.Errorf("%w: digest auth needs a user", ErrInvalidOption)
+		}
+		o.auth = append(o.auth, authCred{"digest", []byte(user + ":" + password)})
+		return nil
+	}
+}
+
+// WithLogger sends zklock's and go-zookeeper's log lines to l (default: none).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithEventHandler passes every event of the connection to fn, in order, on
+// a goroutine of its own: a slow fn delays only itself, never zklock's view
+// of the session. Events wait in a queue of up to 4096 while fn runs; beyond
+// that, new ones are dropped. Close waits up to a second for fn to return.
+func WithEventHandler(fn func(zk.Event)) Option {
+	return func(o *options) error {
+		o.onEvent = fn
+		return nil
+	}
+}
+
+// WithCleanupTimeout bounds how long a failing Acquire waits for its own
+// node's deletion before it returns (default DefaultCleanupTimeout).
+func WithCleanupTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: cleanup timeout %v must be positive", ErrInvalidOption, d)
+		}
+		o.cleanupTimeout = d
+		return nil
+	}
+}
+
+// WithOwnNodeWatch turns the holder's watch on its own node on or off
+// (default on). With it, a lease notices at once when an operator or a tool
+// deletes its node, and Token needs no extra round trip of the caller; it
+// costs one read and one watch event per acquisition. Without it, deletion by
+// someone else goes unnoticed until the session ends, and Token costs a read.
+func WithOwnNodeWatch(on bool) Option {
+	return func(o *options) error {
+		o.watchOwnNode = on
+		return nil
+	}
+}
+
+// WithFollowerLag tells zklock how long a follower that has lost its leader
+// may go on answering this client: ZooKeeper's syncLimit × tickTime (10 s
+// with the sample configuration's tickTime=2000, syncLimit=5). Meanwhile the
+// leader may already expire the session, so a lease's loss deadline moves
+// that much earlier: the last moment the server surely heard from the client
+// + 80 % of the session timeout − lag. Default 0, right for a standalone
+// server; on an ensemble, set it, or keep syncLimit × tickTime below a fifth
+// of the session timeout. A lag at or above 80 % of the session timeout ends
+// every lease at once.
+func WithFollowerLag(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: follower lag %v is negative", ErrInvalidOption, d)
+		}
+		o.followerLag = d
+		return nil
+	}
+}
+
+// WithRequeueOnExpiry chooses what a waiting Acquire does when its session
+// expires and its queue node vanishes with it: re-queue on the new session, at
+// the back of the queue (true, the default), or fail with ErrSessionExpired.
+func WithRequeueOnExpiry(requeue bool) Option {
+	return func(o *options) error {
+		o.requeue = requeue
+		return nil
+	}
+}
+
+// WithCleanupDelay sets how long after a lock path becomes empty the client
+// deletes it (default DefaultCleanupDelay; 0 disables the cleaner). Close runs
+// pending cleanups at once.
+func WithCleanupDelay(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: cleanup delay %v is negative", ErrInvalidOption, d)
+		}
+		o.cleanupDelay = d
+		return nil
+	}
+}
+
+// WithCleanupRoot lets the cleaner also delete the empty ancestors of a lock
+// path that lie strictly below root (say "/locks" for "/locks/tenant/job"),
+// and creates them as container nodes. Without it only the lock path itself
+// is removed. root itself and everything above it are never deleted.
+func WithCleanupRoot(root string) Option {
+	return func(o *options) error {
+		if root != "/" {
+			if err := validatePath(root); err != nil {
+				return fmt.Errorf("%w: cleanup root: %w", ErrInvalidOption, err)
+			}
+		}
+		o.cleanupRoot = root
+		return nil
+	}
+}
+
+// buildOptions applies opts over the defaults; the first invalid one is the error.
+func buildOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
