@@ -71,7 +71,8 @@ func TestConnectIsBoundedByItsDeadline(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			const deadline = time.Second
 			start := time.Now()
-			_, err := zklock.Connect(ctxTimeout(t, deadline), []string{addr})
+			// With credentials too: they are added under the same deadline.
+			_, err := zklock.Connect(ctxTimeout(t, deadline), []string{addr}, zklock.WithDigestAuth("user", "secret"))
 			took := time.Since(start)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.Less(t, took, deadline+connectBound, "Connect overran its deadline")

@@ -221,3 +221,21 @@ func TestShortDisconnectKeepsLease(t *testing.T) {
 	require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
 	require.Empty(t, lockChildren(t, obs, p))
 }
+
+// A Release that finds its node already gone (an operator deleted it; with
+// the own-node watch off nothing else noticed) reports the loss, and Err
+// says the same: the critical section was not protected to the end.
+func TestReleaseOfDeletedNodeReportsTheLoss(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	m, err := connect(t, zklock.WithOwnNodeWatch(false)).NewMutex(p)
+	require.NoError(t, err)
+	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, obs.Delete(l.Node(), -1))
+
+	err = l.Release(ctxTimeout(t, 10*time.Second))
+	require.ErrorIs(t, err, zklock.ErrLockLost)
+	require.ErrorIs(t, l.Err(), zklock.ErrLockLost, "Release and Err agree")
+	require.ErrorIs(t, l.Release(context.Background()), zklock.ErrNotHeld)
+}

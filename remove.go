@@ -116,10 +116,10 @@ func (c *Client) trackRelease() bool {
 type removal int
 
 const (
-	removedUnknown removal = iota // not known (yet)
-	removedByUs                   // our delete succeeded (or found it gone after a delete whose reply was lost)
-	removedByOther                // it was gone at our first delete, with the session alive: someone else deleted it
-	removedWithSession            // the session is over, or Close closed it: the server removes the node
+	removedUnknown     removal = iota // not known (yet)
+	removedByUs                       // our delete succeeded (or found it gone after a delete whose reply was lost)
+	removedByOther                    // it was gone at our first delete, with the session alive: someone else deleted it
+	removedWithSession                // the session is over, or Close closed it: the server removes the node
 )
 
 // removeNode deletes q's node, retrying across disconnections until the node
