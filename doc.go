@@ -58,8 +58,8 @@
 // request.go runs each ZooKeeper request so a caller can stop waiting, sorts
 // errors by what they mean, and holds the one retry policy. session.go follows
 // the ZooKeeper session (events and a cross-check of the connection), wire.go
-// times the bytes on the connection (the loss clock), client.go holds options
-// and Close. mutex.go, reentrant.go and singleton.go are the primitives on
+// times the bytes on the connection (the loss clock), client.go holds Connect
+// and Close, options.go the options. mutex.go, reentrant.go and singleton.go are the primitives on
 // that core; cleaner.go removes empty lock paths; contenders.go lists a queue;
 // path.go and owner.go are the pure rules for names and node records.
 package zklock
