@@ -53,13 +53,15 @@
 // listing in the same round trip; turn.go decides from a listing whether the
 // node holds and which one node it waits for; watch.go waits, watching only
 // that node, and confirms the node still exists before the lock is granted;
-// remove.go deletes the node on every path that gives it up; lease.go turns the node into a Lease, whose state (held, releasing,
-// ended) and loss rule live there with the monitor that applies them;
-// request.go runs each ZooKeeper request so a caller can stop waiting, sorts
-// errors by what they mean, and holds the one retry policy. session.go follows
-// the ZooKeeper session (events and a cross-check of the connection), wire.go
-// times the bytes on the connection (the loss clock), client.go holds Connect
-// and Close, options.go the options. mutex.go, reentrant.go and singleton.go are the primitives on
-// that core; cleaner.go removes empty lock paths; contenders.go lists a queue;
-// path.go and owner.go are the pure rules for names and node records.
+// remove.go deletes the node on every path that gives it up; lease.go turns
+// the node into a Lease, whose state (held, releasing, ended) and loss rule
+// live there with the monitor that applies them. request.go runs each
+// ZooKeeper request so a caller can stop waiting, sorts errors by what they
+// mean, and holds the one retry policy. session.go follows the ZooKeeper
+// session (events and a cross-check of the connection), wire.go times the
+// bytes on the connection (the loss clock), client.go holds Connect and
+// Close, options.go the options. mutex.go, reentrant.go and singleton.go are
+// the primitives on that core; parents.go creates lock paths and cleaner.go
+// removes empty ones; contenders.go lists a queue; path.go and owner.go are
+// the pure rules for names and node records.
 package zklock
