@@ -647,7 +647,11 @@ func (o *op) reentrant(ctx context.Context) {
 	nested := o.reenter(rm, own(context.Background()), l)
 	o.hold(ctx, l.Done(), hold)
 	if nested {
-		if err := rm.Release(own(context.Background())); err != nil {
+		// An inner Release of a lease that has ended reports why (like
+		// Lease.Release); of a held one it must succeed.
+		err := rm.Release(own(context.Background()))
+		ended := isClosed(l.Done()) && (errors.Is(err, zklock.ErrLockLost) || errors.Is(err, zklock.ErrClosed))
+		if err != nil && !ended {
 			o.tt.lg.violate("%s: the inner Release of a re-entered lock on %s failed: %v", o.who, o.path, err)
 		}
 	}
