@@ -138,10 +138,6 @@ func (l *Lease) presumeLost() { l.presumeOnce.Do(func() { close(l.presumed) }) }
 // the delete (an ACL without delete permission, say), Release returns that
 // error and the lease stays held, and watched, so Release can be tried again.
 func (l *Lease) Release(ctx context.Context) error {
-	return l.release(ctx)
-}
-
-func (l *Lease) release(ctx context.Context) error {
 	if err := l.beginRelease(); err != nil {
 		return err
 	}
@@ -151,10 +147,10 @@ func (l *Lease) release(ctx context.Context) error {
 		l.endRelease(removedUnknown) // the delete goes on in the background
 		return err
 	case err != nil:
-		if err := l.refusedRelease(err); err != nil {
-			return fmt.Errorf("zklock: release %s: %w", l.q.full(), err)
+		if end := l.refusedRelease(err); end != err {
+			return end // a loss ended the lease meanwhile
 		}
-		return nil
+		return fmt.Errorf("zklock: release %s: %w", l.q.full(), err)
 	}
 	return l.endRelease(how)
 }
@@ -379,12 +375,10 @@ func (l *Lease) monitor() {
 }
 
 // held reports a lease that is neither ended nor being released.
-func (l *Lease) held() bool { return l.currentState() == leaseHeld }
-
-func (l *Lease) currentState() leaseState {
+func (l *Lease) held() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.state
+	return l.state == leaseHeld
 }
 
 // ownNodeEvent turns an event of the own-node watch into the loss it means,
