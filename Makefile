@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: test torture zk demo container
+.PHONY: test torture bench zk demo container
 
 # -p 1: one package's test binary at a time. Each package starts its own
 # ZooKeeper JVMs and the tests rely on 1s session timeouts; running packages
@@ -19,6 +19,15 @@ test: zk
 TORTURE_ARGS ?= -torture.duration=30m -torture.clients=24
 torture: zk
 	$(GO) test -race -count=1 -run '^TestTorture$$' -timeout 0 -v . -args $(TORTURE_ARGS)
+
+# bench measures zklock beside go-zookeeper's zk.Lock and the bare client in
+# one run (cmd/zklock-bench starts its own ZooKeeper): the table, the run
+# through a 1ms-each-way proxy, and the cost curve, plotted to
+# doc/cost-curve.svg. About 8 minutes on a 2-core machine. `make test` runs
+# its short profile (TestQuickProfile). BENCH_ARGS='-json' for machines.
+BENCH_ARGS ?=
+bench: zk
+	$(GO) run ./cmd/zklock-bench -plot doc/cost-curve.svg $(BENCH_ARGS)
 
 # zk installs ZooKeeper and Java if they are missing.
 zk:

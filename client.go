@@ -19,7 +19,8 @@ import (
 type Client struct {
 	conn    *zk.Conn
 	ownConn bool
-	id      string // random per client: half of every default owner identity
+	id      string        // random per client: half of every default owner identity
+	guids   atomic.Uint64 // create attempts so far: the other half of a GUID
 	opts    options
 	log     *slog.Logger
 	wire    *wire // nil when the caller brought the connection

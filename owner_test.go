@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -88,3 +89,24 @@ func FuzzParseOwner(f *testing.F) {
 
 // asJSON is s as encoding/json stores it: each invalid UTF-8 byte becomes U+FFFD.
 func asJSON(s string) string { return string([]rune(s)) }
+
+// marshal is hand-written for speed; it must write exactly what
+// encoding/json writes, for any owner.
+func FuzzOwnerMarshalMatchesEncodingJSON(f *testing.F) {
+	f.Add("web-1", 4242, "0123456789abcdef", int64(17), "", int64(0))
+	f.Add("", 0, "", int64(0), "ünï <&> \"q\" \n\x00", int64(-1))
+	f.Add("h", -3, "c", int64(-9), "\xff", int64(1<<62))
+	f.Fuzz(func(t *testing.T, host string, pid int, client string, g int64, name string, nanos int64) {
+		o := Owner{Host: host, PID: pid, Client: client, Goroutine: g, Name: name, Since: time.Unix(0, nanos).UTC()}
+		want, err := json.Marshal(o)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(o.marshal()))
+	})
+}
+
+func TestPureOwnerMarshalOutOfRangeYear(t *testing.T) {
+	o := Owner{Client: "c", Since: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
+	_, err := json.Marshal(o)
+	require.Error(t, err)
+	assert.Nil(t, o.marshal(), "as encoding/json: no record")
+}

@@ -1,8 +1,9 @@
 package zklock
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -93,7 +94,7 @@ func sortedLockNodes(children []string) []lockNode {
 			nodes = append(nodes, lockNode{name: c, seq: seq})
 		}
 	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].seq < nodes[j].seq })
+	slices.SortFunc(nodes, func(a, b lockNode) int { return cmp.Compare(a.seq, b.seq) })
 	return nodes
 }
 

@@ -2,8 +2,6 @@ package zklock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,10 +41,20 @@ type queueNode struct {
 
 func (q *queueNode) full() string { return q.path + "/" + q.name }
 
-func newGUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// newGUID names one create attempt: the client's random id and a counter,
+// 32 hex digits. It needs to be unique only among the nodes of lock paths, and
+// the client id already is (64 random bits); a counter costs nothing where
+// crypto/rand per Acquire cost a syscall.
+func (c *Client) newGUID() string {
+	var b [32]byte
+	copy(b[:16], c.id)
+	n := c.guids.Add(1)
+	const digits = "0123456789abcdef"
+	for i := 31; i >= 16; i-- {
+		b[i] = digits[n&0xf]
+		n >>= 4
+	}
+	return string(b[:])
 }
 
 // createdNode is a create's outcome: the node's name and its session.
@@ -62,7 +70,7 @@ type createdNode struct {
 // On error nothing is left behind: a node that may exist is removed before
 // enqueue returns, or within the cleanup timeout in the background.
 func (c *Client) enqueue(ctx context.Context, lockPath string, owner Owner, sess *session) (*queueNode, []string, error) {
-	q := &queueNode{c: c, path: lockPath, guid: newGUID(), sess: sess, owner: owner, fetched: make(chan struct{})}
+	q := &queueNode{c: c, path: lockPath, guid: c.newGUID(), sess: sess, owner: owner, fetched: make(chan struct{})}
 	node, listed, err := c.create(ctx, q)
 	if err != nil {
 		return nil, nil, err

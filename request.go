@@ -32,8 +32,6 @@ const (
 // network errors: a reset while a request is written comes back raw
 // ("connection reset by peer", "broken pipe"), not as ErrConnectionClosed.
 func classify(err error) errKind {
-	var netErr net.Error
-	var errno syscall.Errno
 	switch {
 	case err == nil:
 		return errNone
@@ -43,11 +41,19 @@ func classify(err error) errKind {
 		return errSession
 	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionMoved), errors.Is(err, zk.ErrNoServer),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, os.ErrDeadlineExceeded),
-		errors.As(err, &netErr), errors.As(err, &errno):
+		isNetError(err):
 		return errConnection
 	default:
 		return errRefused
 	}
+}
+
+// isNetError reports a raw network error. It is a function of its own so
+// that the targets of errors.As, which escape, are allocated only for errors.
+func isNetError(err error) bool {
+	var netErr net.Error
+	var errno syscall.Errno
+	return errors.As(err, &netErr) || errors.As(err, &errno)
 }
 
 // Back-off between retries: go-zookeeper queues requests while it reconnects,

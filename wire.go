@@ -144,7 +144,17 @@ type wireConn struct {
 	headN   int
 	handled bool // the current frame's header was processed
 	frames  int  // frames read on this connection
+
+	// Read buffer, used only by go-zookeeper's receive goroutine.
+	// go-zookeeper reads every reply in two reads (length, then payload);
+	// the buffer serves both from one system call.
+	rbuf       []byte
+	rpos, rend int
+	rerr       error // the error that ended the last fill, returned once the buffer is drained
 }
+
+// readBufSize holds many small replies; a larger read bypasses the buffer.
+const readBufSize = 16 << 10
 
 func (c *wireConn) Write(p []byte) (int, error) {
 	now := c.w.now()
@@ -164,10 +174,37 @@ func (c *wireConn) Write(p []byte) (int, error) {
 }
 
 func (c *wireConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+	if c.rpos == c.rend {
+		if c.rerr != nil {
+			err := c.rerr
+			c.rerr = nil
+			return 0, err
+		}
+		if len(p) >= readBufSize {
+			return c.fill(p)
+		}
+		if c.rbuf == nil {
+			c.rbuf = make([]byte, readBufSize)
+		}
+		n, err := c.fill(c.rbuf)
+		c.rpos, c.rend, c.rerr = 0, n, err
+		if n == 0 {
+			c.rerr = nil
+			return 0, err
+		}
+	}
+	n := copy(p, c.rbuf[c.rpos:c.rend])
+	c.rpos += n
+	return n, nil
+}
+
+// fill reads from the socket into b and parses what arrived, refusing a
+// reply that is not ZooKeeper's before go-zookeeper believes its length and
+// allocates it.
+func (c *wireConn) fill(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
 	if n > 0 {
-		if perr := c.parse(p[:n]); perr != nil {
-			// Refuse before go-zookeeper believes the length and allocates it.
+		if perr := c.parse(b[:n]); perr != nil {
 			c.w.setErr(perr)
 			c.Conn.Close()
 			return 0, perr

@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
@@ -247,9 +248,11 @@ type scriptedConn struct {
 	net.Conn
 	in    []byte
 	chunk int
+	reads int
 }
 
 func (s *scriptedConn) Read(p []byte) (int, error) {
+	s.reads++
 	if len(s.in) == 0 {
 		return 0, io.EOF
 	}
@@ -313,4 +316,51 @@ func cutOffsets(sizes []byte, n int) []int {
 		out = append(out, at)
 	}
 	return out
+}
+
+// Read serves go-zookeeper's small reads from one socket read and hands over
+// every byte in order, whatever sizes the socket and the reader use, then the
+// socket's error.
+func FuzzWireBufferedRead(f *testing.F) {
+	stream, _ := typicalExchange()
+	f.Add(stream, 7, []byte{4, 30, 200})
+	f.Add(stream, 1, []byte{1})
+	f.Add(bytes.Repeat(stream, 400), 1<<20, []byte{4, 255, 0})
+	f.Fuzz(func(t *testing.T, in []byte, chunk int, sizes []byte) {
+		if chunk <= 0 || len(sizes) == 0 {
+			return
+		}
+		c := &wireConn{Conn: &scriptedConn{in: in, chunk: chunk}, w: newWire()}
+		c.frames = 1 // past the connect response: any payload is a reply
+		var got []byte
+		for i := 0; ; i++ {
+			size := int(sizes[i%len(sizes)])
+			if size == 0 {
+				size = readBufSize + 1 // a read that bypasses the buffer
+			}
+			buf := make([]byte, size)
+			n, err := c.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				require.ErrorIs(t, err, io.EOF)
+				break
+			}
+			require.Less(t, i, len(in)+2, "no progress")
+		}
+		require.Equal(t, in, got)
+	})
+}
+
+func TestPureWireOneSocketReadPerReply(t *testing.T) {
+	stream, _ := typicalExchange()
+	sc := &scriptedConn{in: stream, chunk: len(stream)}
+	c := &wireConn{Conn: sc, w: newWire()}
+	var hdr [4]byte
+	for len(sc.in) > 0 || c.rpos < c.rend {
+		_, err := io.ReadFull(c, hdr[:])
+		require.NoError(t, err)
+		_, err = io.ReadFull(c, make([]byte, binary.BigEndian.Uint32(hdr[:])))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, sc.reads)
 }

@@ -38,6 +38,9 @@ type Proxy struct {
 
 	accepted atomic.Int64
 	refused  atomic.Int64
+	delay    atomic.Int64 // one-way delay in ns, for connections made from now on
+	toServer atomic.Int64 // bytes forwarded
+	toClient atomic.Int64
 }
 
 // pair is one proxied connection: client side and server side.
@@ -164,6 +167,16 @@ func (p *Proxy) Block(b bool) {
 	p.mu.Unlock()
 }
 
+// SetDelay makes every connection accepted from now on hold each chunk of
+// bytes for d in each direction before forwarding it, like a client in
+// another rack or zone: a round trip then costs 2d more. Bytes keep their
+// order and are not rate-limited, so pipelined requests still overlap.
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
+
+// Bytes returns how many bytes the proxy has forwarded to servers and to
+// clients.
+func (p *Proxy) Bytes() (toServer, toClient int64) { return p.toServer.Load(), p.toClient.Load() }
+
 // ActiveConns returns the number of connections currently proxied.
 func (p *Proxy) ActiveConns() int {
 	p.mu.Lock()
@@ -255,8 +268,9 @@ func (p *Proxy) handle(c net.Conn) {
 	p.wg.Add(2)
 	p.mu.Unlock()
 	p.accepted.Add(1)
-	go pr.pump(c, s)
-	go pr.pump(s, c)
+	delay := time.Duration(p.delay.Load())
+	go pr.pump(c, s, delay, &p.toServer)
+	go pr.pump(s, c, delay, &p.toClient)
 }
 
 func (p *Proxy) dialTarget() (net.Conn, error) {
@@ -307,28 +321,85 @@ func (p *Proxy) waitFlowing(done <-chan struct{}, reply bool) bool {
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// pump copies src to dst, holding each chunk while the proxy is stalled. A
-// read error (the peer closed) is also held, then closes the pair.
-func (pr *pair) pump(src, dst net.Conn) {
+// pump copies src to dst, holding each chunk while the proxy is stalled, and
+// for delay (if any) after it was read. A read error (the peer closed) is
+// also held, then closes the pair.
+func (pr *pair) pump(src, dst net.Conn, delay time.Duration, count *atomic.Int64) {
 	defer pr.p.wg.Done()
+	reply := src == pr.server
+	out := pr.directWriter(dst, reply, count)
+	if delay > 0 {
+		out = pr.delayedWriter(dst, reply, count, delay)
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		reply := src == pr.server
-		if n > 0 {
-			if !pr.p.waitFlowing(pr.done, reply) {
-				return
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				pr.shut(false)
+		if n > 0 && !out(buf[:n], nil) {
+			return
+		}
+		if err != nil {
+			out(nil, err)
+			return
+		}
+	}
+}
+
+// A chunkWriter forwards one chunk read (or the read error that ended the
+// stream, which shuts the pair once everything before it is delivered). It
+// reports false once the pair is shut.
+type chunkWriter func(b []byte, readErr error) bool
+
+func (pr *pair) directWriter(dst net.Conn, reply bool, count *atomic.Int64) chunkWriter {
+	return func(b []byte, readErr error) bool {
+		if !pr.p.waitFlowing(pr.done, reply) {
+			return false
+		}
+		if readErr != nil {
+			pr.shut(false)
+			return false
+		}
+		if _, err := dst.Write(b); err != nil {
+			pr.shut(false)
+			return false
+		}
+		count.Add(int64(len(b)))
+		return true
+	}
+}
+
+// delayedWriter hands chunks to a goroutine that forwards each one delay
+// after it was read, in order.
+func (pr *pair) delayedWriter(dst net.Conn, reply bool, count *atomic.Int64, delay time.Duration) chunkWriter {
+	type chunk struct {
+		b   []byte
+		err error
+		due time.Time
+	}
+	queue := make(chan chunk, 1024)
+	direct := pr.directWriter(dst, reply, count)
+	pr.p.wg.Add(1)
+	go func() {
+		defer pr.p.wg.Done()
+		for {
+			select {
+			case c := <-queue:
+				if wait := time.Until(c.due); wait > 0 {
+					time.Sleep(wait)
+				}
+				if !direct(c.b, c.err) {
+					return
+				}
+			case <-pr.done:
 				return
 			}
 		}
-		if err != nil {
-			if pr.p.waitFlowing(pr.done, reply) {
-				pr.shut(false)
-			}
-			return
+	}()
+	return func(b []byte, readErr error) bool {
+		select {
+		case queue <- chunk{append([]byte(nil), b...), readErr, time.Now().Add(delay)}:
+			return readErr == nil
+		case <-pr.done:
+			return false
 		}
 	}
 }

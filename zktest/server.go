@@ -21,6 +21,10 @@ func (s *Server) ID() int { return s.s.ID() }
 // Dir returns the server's directory (zoo.cfg and data/); empty if external.
 func (s *Server) Dir() string { return s.s.Dir() }
 
+// PID returns the server process's id (to measure its CPU, say), or 0 when
+// the server is external or not running.
+func (s *Server) PID() int { return s.s.PID() }
+
 // Running reports whether the server process is alive. External servers are
 // always reported as running.
 func (s *Server) Running() bool { return s.s.Running() }

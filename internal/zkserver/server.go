@@ -50,6 +50,16 @@ func (s *Server) ID() int { return s.id }
 // Dir returns the server's directory (zoo.cfg and data/); empty if external.
 func (s *Server) Dir() string { return s.dir }
 
+// PID returns the server process's id, or 0 when it is not running here.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.external || s.proc == nil || !s.proc.running() {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
+}
+
 // External reports whether someone else runs the server.
 func (s *Server) External() bool { return s.external }
 
