@@ -13,7 +13,8 @@ type Contender struct {
 	Node     string // full path of the lock node
 	Sequence int64  // its place: lower is earlier
 	Token    int64  // the node's creation zxid, the fencing token if it holds
-	Holder   bool   // first in the queue
+	Holder   bool   // holds: first in the queue, or a reader with no writer ahead
+	Reader   bool   // a reader of a read/write lock (it shares with other readers)
 	Owner    Owner  // the record zklock writes; zero for nodes of other libraries
 	Data     []byte // the node's raw data, whatever library wrote it
 }
@@ -63,12 +64,12 @@ func (c *Client) Contenders(ctx context.Context, path string) ([]Contender, erro
 		if err != nil {
 			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, n.name, err)
 		}
-		ct := Contender{Node: path + "/" + n.name, Sequence: n.seq, Token: r.stat.Czxid, Data: r.data}
+		ct := Contender{Node: path + "/" + n.name, Sequence: n.seq, Token: r.stat.Czxid, Data: r.data, Reader: n.shared}
 		ct.Owner, _ = parseOwner(r.data) // not ours: the raw data says what there is
 		out = append(out, ct)
 	}
-	if len(out) > 0 {
-		out[0].Holder = true
+	for i := range out {
+		out[i].Holder = i == 0 || (out[i].Reader && out[i-1].Holder && out[i-1].Reader)
 	}
 	return out, nil
 }

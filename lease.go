@@ -23,8 +23,9 @@ import (
 // itself with the fencing token: have it reject writes carrying a token lower
 // than the highest it has seen.
 type Lease struct {
-	c *Client
-	q *queueNode
+	c     *Client
+	q     *queueNode
+	parts []*Lease // a MultiLock's lease is made of parts, and has no node of its own
 
 	presumed    chan struct{} // closed when the connection dropped and there is no wire clock
 	presumeOnce sync.Once
@@ -73,11 +74,23 @@ func (c *Client) newLease(q *queueNode) *Lease {
 	return l
 }
 
-// Node returns the full path of the lock node.
-func (l *Lease) Node() string { return l.q.full() }
+// Node returns the full path of the lock node (a MultiLock's lease: its
+// parts' nodes, comma-separated).
+func (l *Lease) Node() string {
+	if l.parts != nil {
+		return l.multiNodes()
+	}
+	return l.q.full()
+}
 
-// Sequence returns the node's sequence number within its lock path.
-func (l *Lease) Sequence() int64 { return l.q.seq }
+// Sequence returns the node's sequence number within its lock path (a
+// MultiLock's lease: its first part's).
+func (l *Lease) Sequence() int64 {
+	if l.parts != nil {
+		return l.parts[0].Sequence()
+	}
+	return l.q.seq
+}
 
 // Token returns the fencing token: the creation zxid of the lock node, unique
 // across the ensemble and larger for every later holder of the same path,
@@ -85,8 +98,12 @@ func (l *Lease) Sequence() int64 { return l.q.seq }
 // knows it when Acquire returns; otherwise it may take one round trip (the
 // read runs behind Acquire). It fails if ctx ends first, or if the lease ended
 // before the token was known (the error is the lease's end: Err says the same).
-// It never ends the lease itself.
+// It never ends the lease itself. A MultiLock's lease returns the highest of
+// its parts' tokens; each part's own Token fences the resource of its path.
 func (l *Lease) Token(ctx context.Context) (int64, error) {
+	if l.parts != nil {
+		return l.multiToken(ctx)
+	}
 	l.q.startFetch() // already under way unless the own-node watch is off
 	select {
 	case <-l.q.fetched:
@@ -112,6 +129,9 @@ func (l *Lease) Done() <-chan struct{} { return l.done }
 // the loss rule at the moment it is called, so a holder that was paused learns
 // of a loss from Err even before the monitor has run.
 func (l *Lease) Err() error {
+	if l.parts != nil {
+		return l.multiErr()
+	}
 	l.mu.Lock()
 	state, err := l.state, l.err
 	l.mu.Unlock()
@@ -138,6 +158,9 @@ func (l *Lease) presumeLost() { l.presumeOnce.Do(func() { close(l.presumed) }) }
 // the delete (an ACL without delete permission, say), Release returns that
 // error and the lease stays held, and watched, so Release can be tried again.
 func (l *Lease) Release(ctx context.Context) error {
+	if l.parts != nil {
+		return l.multiRelease(ctx)
+	}
 	if err := l.beginRelease(); err != nil {
 		return err
 	}

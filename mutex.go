@@ -40,28 +40,43 @@ func (m *Mutex) Path() string { return m.path }
 // If the session expires while waiting, the caller re-queues at the back on
 // the new session, or fails with ErrSessionExpired (WithRequeueOnExpiry).
 func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) {
-	explicit, g := ownerID(ctx)
-	return m.c.acquire(ctx, m.path, m.c.ownerRecord(explicit, g), false)
+	return m.c.acquire(ctx, m.c.exclusive(ctx, m.path, false))
 }
 
 // TryAcquire takes the lock only if nobody holds it or waits ahead of the
 // caller; otherwise it returns ErrLocked and leaves nothing behind.
 func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
+	return m.c.acquire(ctx, m.c.exclusive(ctx, m.path, true))
+}
+
+// ask is what one Acquire asks of the core: a node named in style under
+// path, holding when rule says so. Every primitive is an ask.
+type ask struct {
+	path  string
+	owner Owner
+	try   bool // never wait: ErrLocked unless it holds at once
+	style nodeStyle
+	rule  turnRule
+	slots int // a semaphore's N: wait with waitSlots, not rule
+}
+
+// exclusive is a mutex's ask for the caller of ctx.
+func (c *Client) exclusive(ctx context.Context, path string, try bool) ask {
 	explicit, g := ownerID(ctx)
-	return m.c.acquire(ctx, m.path, m.c.ownerRecord(explicit, g), true)
+	return ask{path: path, owner: c.ownerRecord(explicit, g), try: try, style: mutexStyle, rule: mutexTurn}
 }
 
 // acquire runs the recipe: queue, wait for the turn, and turn the node into a
 // lease; on any failure the node is removed. A node that vanished while
 // waiting (session expired, or deleted by someone else) is queued again at
 // the back, or reported (WithRequeueOnExpiry).
-func (c *Client) acquire(ctx context.Context, lockPath string, owner Owner, try bool) (*Lease, error) {
+func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 	if !c.track() {
 		return nil, ErrClosed
 	}
 	defer c.wg.Done()
 	for {
-		l, err := c.acquireOnce(ctx, lockPath, owner, try)
+		l, err := c.acquireOnce(ctx, a)
 		gone := errors.Is(err, errSessionOver) || errors.Is(err, errNodeDeleted)
 		switch {
 		case !gone:
@@ -69,23 +84,23 @@ func (c *Client) acquire(ctx context.Context, lockPath string, owner Owner, try 
 		case c.isClosed():
 			return nil, ErrClosed
 		case !c.opts.requeue:
-			return nil, goneError(err, lockPath)
+			return nil, goneError(err, a.path)
 		}
-		c.log.Info("zklock: queue node gone while waiting; queueing again at the back", "path", lockPath, "why", err)
+		c.log.Info("zklock: queue node gone while waiting; queueing again at the back", "path", a.path, "why", err)
 	}
 }
 
 // acquireOnce queues one node and waits for its turn.
-func (c *Client) acquireOnce(ctx context.Context, lockPath string, owner Owner, try bool) (*Lease, error) {
+func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	sess, err := c.liveSession(ctx)
 	if err != nil {
 		return nil, err
 	}
-	q, children, err := c.enqueue(ctx, lockPath, owner, sess)
+	q, children, err := c.enqueue(ctx, a, sess)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitTurn(ctx, q, mutexTurn, children, try); err != nil {
+	if err := c.wait(ctx, q, a, children); err != nil {
 		return nil, c.giveUp(q, err)
 	}
 	if c.opts.watchOwnNode {
@@ -98,6 +113,14 @@ func (c *Client) acquireOnce(ctx context.Context, lockPath string, owner Owner, 
 		return l, nil
 	}
 	return nil, c.giveUp(q, ErrClosed)
+}
+
+// wait waits for q's turn by a's rule.
+func (c *Client) wait(ctx context.Context, q *queueNode, a ask, children []string) error {
+	if a.slots > 0 {
+		return c.waitSlots(ctx, q, a.slots, children, a.try)
+	}
+	return c.waitTurn(ctx, q, a.rule, children, a.try)
 }
 
 // testHookBeforeLease, set only by tests, runs between the grant and the

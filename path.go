@@ -42,56 +42,103 @@ func validatePath(p string) error {
 	return nil
 }
 
-// Lock node names. zklock writes Curator's protected form,
-// "_c_<32 hex>-lock-<10 digits>", which go-zookeeper's zk.Lock also uses, and
-// it recognises kazoo's "<id>__lock__<10 digits>" so all of them exclude each
-// other on one path.
+// Lock node names. zklock writes Curator's protected form by default,
+// "_c_<32 hex>-<marker><10 digits>", which go-zookeeper's zk.Lock also uses
+// for its mutex, and it recognises every marker of Curator and kazoo, so
+// contenders of all of them exclude each other on one path (see parseNode).
 const (
 	protectedPrefix = "_c_"
-	lockMarker      = "-lock-"
-	kazooMarker     = "__lock__"
 	seqDigits       = 10
 )
 
+// The markers a lock node name may carry before its sequence number, and
+// whether a node with that marker only shares (a reader) or excludes.
+var markers = []struct {
+	marker string
+	shared bool
+}{
+	{"-lock-", false},   // zklock's and Curator's mutex, go-zookeeper's zk.Lock
+	{"__lock__", false}, // kazoo's Lock and WriteLock
+	{"__WRIT__", false}, // Curator's InterProcessReadWriteLock writer
+	{"__READ__", true},  // Curator's reader
+	{"__rlock__", true}, // kazoo's ReadLock
+	{"-lease-", false},  // Curator's InterProcessSemaphoreV2 lease
+}
+
+// nodeStyle says how an Acquire names its node: the marker, and whether the
+// name starts with Curator's protected prefix ("_c_<guid>-") or, as kazoo
+// writes it, with the bare id ("<guid>").
+type nodeStyle struct {
+	marker string
+	kazoo  bool
+}
+
+var (
+	mutexStyle     = nodeStyle{marker: "lock-"}
+	curatorRead    = nodeStyle{marker: "__READ__"}
+	curatorWrite   = nodeStyle{marker: "__WRIT__"}
+	kazooRead      = nodeStyle{marker: "__rlock__", kazoo: true}
+	kazooWrite     = nodeStyle{marker: "__lock__", kazoo: true}
+	semaphoreLease = nodeStyle{marker: "lease-"}
+)
+
+// prefix is the name of a node before ZooKeeper appends its sequence.
+func (s nodeStyle) prefix(guid string) string {
+	if s.kazoo {
+		return guid + s.marker
+	}
+	return protectedPrefix + guid + "-" + s.marker
+}
+
 // lockNode is one contender found in a lock path.
 type lockNode struct {
-	name string
-	seq  int64
+	name   string
+	seq    int64
+	shared bool // a reader: it excludes only writers
 }
 
 // parseSeq returns the sequence number of a lock node name, or false for a
-// child that is not a lock node (foreign children are ignored, never fatal).
-// The sequence is the 10 digits after the marker, read as an integer: names
-// must never be compared as strings (the GUID prefix would scramble order).
+// child that is not a lock node.
 func parseSeq(name string) (int64, bool) {
-	i := strings.LastIndex(name, lockMarker)
-	m := len(lockMarker)
-	if j := strings.LastIndex(name, kazooMarker); j > i {
-		i, m = j, len(kazooMarker)
+	n, ok := parseNode(name)
+	return n.seq, ok
+}
+
+// parseNode reads a lock node name: the sequence after its last marker, and
+// whether the marker is a reader's. A child that is not a lock node gives
+// false (foreign children are ignored, never fatal). The sequence is the 10
+// digits after the marker, read as an integer: names must never be compared
+// as strings (the GUID prefix would scramble order).
+func parseNode(name string) (lockNode, bool) {
+	at, m, shared := -1, 0, false
+	for _, mk := range markers {
+		if i := strings.LastIndex(name, mk.marker); i > at {
+			at, m, shared = i, len(mk.marker), mk.shared
+		}
 	}
-	if i < 0 {
-		return 0, false
+	if at < 0 {
+		return lockNode{}, false
 	}
-	digits := name[i+m:]
+	digits := name[at+m:]
 	if len(digits) != seqDigits && !(len(digits) == seqDigits+1 && digits[0] == '-') {
-		return 0, false
+		return lockNode{}, false
 	}
 	// ZooKeeper's counter is a signed 32-bit int printed with %010d: after
 	// 2^31 nodes it wraps to "-2147483648". Reading it back as unsigned keeps
 	// the wrapped names after the ones before the wrap.
 	n, err := strconv.ParseInt(digits, 10, 32)
 	if err != nil {
-		return 0, false
+		return lockNode{}, false
 	}
-	return int64(uint32(int32(n))), true
+	return lockNode{name: name, seq: int64(uint32(int32(n))), shared: shared}, true
 }
 
 // sortedLockNodes keeps the lock nodes among children, in queue order.
 func sortedLockNodes(children []string) []lockNode {
 	nodes := make([]lockNode, 0, len(children))
 	for _, c := range children {
-		if seq, ok := parseSeq(c); ok {
-			nodes = append(nodes, lockNode{name: c, seq: seq})
+		if n, ok := parseNode(c); ok {
+			nodes = append(nodes, n)
 		}
 	}
 	slices.SortFunc(nodes, func(a, b lockNode) int { return cmp.Compare(a.seq, b.seq) })

@@ -155,11 +155,12 @@ func FuzzParseSeq(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prefix string, n int32, name string) {
 		parseSeq(name) // arbitrary children must not panic
 
-		for _, marker := range []string{lockMarker, kazooMarker} {
-			node := prefix + marker + fmt.Sprintf("%010d", n)
-			seq, ok := parseSeq(node)
+		for _, mk := range markers {
+			node := prefix + mk.marker + fmt.Sprintf("%010d", n)
+			got, ok := parseNode(node)
 			require.True(t, ok, "%q", node)
-			require.Equal(t, int64(uint32(n)), seq, "%q", node)
+			require.Equal(t, int64(uint32(n)), got.seq, "%q", node)
+			require.Equal(t, mk.shared, got.shared, "%q", node)
 		}
 		// The next node sorts after this one, also across the wrap from
 		// 2147483647 to -2147483648; only the second wrap, from -1 back to

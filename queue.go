@@ -29,6 +29,7 @@ type queueNode struct {
 	seq   int64
 	sess  *session
 	owner Owner
+	style nodeStyle
 
 	startOnce sync.Once     // one background read at most
 	fetchOnce sync.Once     // one outcome
@@ -69,8 +70,9 @@ type createdNode struct {
 // instead of a second one being made (a second one would block the queue).
 // On error nothing is left behind: a node that may exist is removed before
 // enqueue returns, or within the cleanup timeout in the background.
-func (c *Client) enqueue(ctx context.Context, lockPath string, owner Owner, sess *session) (*queueNode, []string, error) {
-	q := &queueNode{c: c, path: lockPath, guid: c.newGUID(), sess: sess, owner: owner, fetched: make(chan struct{})}
+func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode, []string, error) {
+	lockPath := a.path
+	q := &queueNode{c: c, path: lockPath, guid: c.newGUID(), sess: sess, owner: a.owner, style: a.style, fetched: make(chan struct{})}
 	node, listed, err := c.create(ctx, q)
 	if err != nil {
 		return nil, nil, err
@@ -105,7 +107,7 @@ func (c *Client) enqueue(ctx context.Context, lockPath string, owner Owner, sess
 // create whose reply was lost. It returns the node's full path and session,
 // and the listing sent right behind the create, if any.
 func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan result[[]string], error) {
-	prefix := q.path + "/" + protectedPrefix + q.guid + lockMarker
+	prefix := q.path + "/" + q.style.prefix(q.guid)
 	data := q.owner.marshal()
 	r := c.retrier(ctx, q.sess)
 	for {

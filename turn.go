@@ -26,6 +26,20 @@ func mutexTurn(nodes []lockNode, me int) (bool, int) {
 	return false, me - 1
 }
 
+// readerTurn is the rule of a reader: it holds when no writer is ahead, and
+// waits only for the nearest writer ahead. So one writer's release wakes
+// exactly the readers between it and the next writer, and a stream of
+// readers arriving after a writer queues behind it (no writer starves). A
+// writer uses mutexTurn: it waits for the node just ahead, reader or writer.
+func readerTurn(nodes []lockNode, me int) (bool, int) {
+	for i := me - 1; i >= 0; i-- {
+		if !nodes[i].shared {
+			return false, i
+		}
+	}
+	return true, -1
+}
+
 // turn is what one listing says about a node.
 type turn struct {
 	present bool   // the node is in the listing

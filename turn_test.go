@@ -2,8 +2,10 @@ package zklock
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,4 +44,91 @@ func TestPureOtherRulesShareTheWait(t *testing.T) {
 	require.Equal(t, turn{present: true, blocker: names[0], last: true}, readTurn(twoPermits, children, names[2]))
 	require.Equal(t, turn{present: true, blocker: names[1]}, readTurn(twoPermits, children, names[3]),
 		"when its blocker goes it is still third: look again")
+}
+
+// rwNames names a queue of readers ('r') and writers ('w') in the style of
+// Curator or kazoo, alternating, with sequence numbers 1, 2, ...
+func rwNames(kinds string) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		style := curatorWrite
+		switch {
+		case k == 'r' && i%2 == 0:
+			style = curatorRead
+		case k == 'r':
+			style = kazooRead
+		case i%2 == 1:
+			style = kazooWrite
+		}
+		out[i] = fmt.Sprintf("%s%010d", style.prefix(fmt.Sprintf("%032d", i)), i+1)
+	}
+	return out
+}
+
+// rwRule is the rule a node of kind k follows.
+func rwRule(k byte) turnRule {
+	if k == 'r' {
+		return readerTurn
+	}
+	return mutexTurn
+}
+
+func TestPureReaderTurn(t *testing.T) {
+	names := rwNames("rrwrrw")
+	turnOf := func(i int) turn { return readTurn(rwRule("rrwrrw"[i]), names, names[i]) }
+	assert.True(t, turnOf(0).holds)
+	assert.True(t, turnOf(1).holds, "readers share")
+	assert.Equal(t, turn{present: true, blocker: names[1]}, turnOf(2), "a writer waits for the node just ahead")
+	assert.Equal(t, turn{present: true, blocker: names[2], last: true}, turnOf(3), "a reader waits for the nearest writer only")
+	assert.Equal(t, turn{present: true, blocker: names[2], last: true}, turnOf(4), "both readers behind the writer wait on it: its release frees both")
+	assert.Equal(t, turn{present: true, blocker: names[4]}, turnOf(5))
+}
+
+// FuzzRWTurn: in any queue of readers and writers, the holders are either
+// readers only or one writer alone, the head always holds, and the rules
+// are monotone (removing nodes ahead never turns a holder into a waiter).
+func FuzzRWTurn(f *testing.F) {
+	f.Add([]byte("rrwrrw"), uint64(0b101))
+	f.Add([]byte("wrw"), uint64(1))
+	f.Fuzz(func(t *testing.T, raw []byte, drop uint64) {
+		if len(raw) == 0 || len(raw) > 40 {
+			return
+		}
+		kinds := make([]byte, len(raw))
+		for i, b := range raw {
+			kinds[i] = "rw"[b&1]
+		}
+		holders := holdersOf(kinds)
+		require.Contains(t, holders, 0, "the head holds")
+		for _, i := range holders {
+			if kinds[i] == 'w' {
+				require.Equal(t, []int{0}, holders, "a writer holds alone: %s", kinds)
+			}
+		}
+		// Drop the nodes whose bit is set: every holder left still holds.
+		var kept []byte
+		var keptIdx []int
+		for i := range kinds {
+			if drop&(1<<(i%64)) == 0 {
+				kept, keptIdx = append(kept, kinds[i]), append(keptIdx, i)
+			}
+		}
+		after := holdersOf(kept)
+		for j, i := range keptIdx {
+			if slices.Contains(holders, i) {
+				require.Contains(t, after, j, "%s: node %d held before the removal", kinds, i)
+			}
+		}
+	})
+}
+
+func holdersOf(kinds []byte) []int {
+	names := rwNames(string(kinds))
+	var out []int
+	for i := range kinds {
+		if readTurn(rwRule(kinds[i]), names, names[i]).holds {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -1,0 +1,173 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// MultiLock takes several lock paths all or nothing, as one Lease. The paths
+// are always taken in one canonical order (sorted), so two clients asking
+// for overlapping sets, in whatever order they name them, never deadlock:
+// each waits only for paths later in the order than all it holds.
+//
+// If taking a path fails, the paths already taken are released before
+// Acquire returns. The Lease's Done closes when any part ends; its Err is the
+// first part's loss; Parts gives each part's Lease, whose Token fences the
+// resource that path protects.
+type MultiLock struct {
+	c       *Client
+	mutexes []*Mutex // in canonical order
+}
+
+// NewMultiLock returns a MultiLock on paths (at least one; duplicates are
+// taken once). It checks the paths and does no I/O.
+func (c *Client) NewMultiLock(paths ...string) (*MultiLock, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("%w: a multi-lock needs at least one path", ErrInvalidPath)
+	}
+	sorted := slices.Clone(paths)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	ml := &MultiLock{c: c}
+	for _, p := range sorted {
+		m, err := c.NewMutex(p)
+		if err != nil {
+			return nil, err
+		}
+		ml.mutexes = append(ml.mutexes, m)
+	}
+	return ml, nil
+}
+
+// Paths returns the paths in the order they are taken.
+func (ml *MultiLock) Paths() []string {
+	out := make([]string, len(ml.mutexes))
+	for i, m := range ml.mutexes {
+		out[i] = m.path
+	}
+	return out
+}
+
+// Acquire blocks until the caller holds every path. A ctx deadline bounds
+// the whole; on any failure nothing stays held or queued.
+func (ml *MultiLock) Acquire(ctx context.Context) (*Lease, error) { return ml.acquire(ctx, false) }
+
+// TryAcquire takes every path only if each is free at once; otherwise it
+// returns ErrLocked and holds nothing.
+func (ml *MultiLock) TryAcquire(ctx context.Context) (*Lease, error) { return ml.acquire(ctx, true) }
+
+func (ml *MultiLock) acquire(ctx context.Context, try bool) (*Lease, error) {
+	parts := make([]*Lease, 0, len(ml.mutexes))
+	for _, m := range ml.mutexes {
+		l, err := ml.c.acquire(ctx, ml.c.exclusive(ctx, m.path, try))
+		if err != nil {
+			return nil, errors.Join(err, releaseAll(ml.c, parts))
+		}
+		parts = append(parts, l)
+	}
+	return newMultiLease(ml.c, parts), nil
+}
+
+// releaseAll releases parts in reverse order, each bounded by the cleanup
+// timeout (a release whose delete is not confirmed goes on in the
+// background). It returns the errors that are not a lease's own end.
+func releaseAll(c *Client, parts []*Lease) error {
+	var errs []error
+	for i := len(parts) - 1; i >= 0; i-- {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.cleanupTimeout)
+		err := parts[i].Release(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, ErrNotHeld) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// newMultiLease makes one Lease of parts: it ends when any part ends.
+func newMultiLease(c *Client, parts []*Lease) *Lease {
+	l := &Lease{c: c, parts: parts, done: make(chan struct{})}
+	for _, p := range parts {
+		p.whenEnded(func(error) { l.closeMultiDone() })
+	}
+	return l
+}
+
+func (l *Lease) closeMultiDone() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != leaseEnded {
+		l.state = leaseEnded
+		close(l.done)
+	}
+}
+
+// Parts returns the Leases a MultiLock's Lease is made of, one per path in
+// canonical order; a Lease of any other primitive is its only part.
+func (l *Lease) Parts() []*Lease {
+	if l.parts == nil {
+		return []*Lease{l}
+	}
+	return slices.Clone(l.parts)
+}
+
+// multiErr is Err for a multi-lease: nil while every part holds, else the
+// first part's end that is not a release, else ErrReleased.
+func (l *Lease) multiErr() error {
+	var ended error
+	for _, p := range l.parts {
+		err := p.Err()
+		if err != nil && !errors.Is(err, ErrReleased) {
+			return err
+		}
+		if err != nil {
+			ended = err
+		}
+	}
+	return ended
+}
+
+// multiRelease releases every part; a part that was lost reports its loss.
+// A second Release returns ErrNotHeld.
+func (l *Lease) multiRelease(ctx context.Context) error {
+	l.mu.Lock()
+	if l.errClaimed {
+		l.mu.Unlock()
+		return ErrNotHeld
+	}
+	l.errClaimed = true
+	l.mu.Unlock()
+	var errs []error
+	for i := len(l.parts) - 1; i >= 0; i-- {
+		if err := l.parts[i].Release(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.closeMultiDone()
+	return errors.Join(errs...)
+}
+
+// multiToken is the highest token of the parts.
+func (l *Lease) multiToken(ctx context.Context) (int64, error) {
+	var top int64
+	for _, p := range l.parts {
+		t, err := p.Token(ctx)
+		if err != nil {
+			return 0, err
+		}
+		top = max(top, t)
+	}
+	return top, nil
+}
+
+// multiNodes joins the parts' nodes.
+func (l *Lease) multiNodes() string {
+	nodes := make([]string, len(l.parts))
+	for i, p := range l.parts {
+		nodes[i] = p.Node()
+	}
+	return strings.Join(nodes, ",")
+}

@@ -1,0 +1,243 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Semaphore lets at most N holders hold leases on one path at once, served
+// first come, first served.
+//
+// The layout is Curator's InterProcessSemaphoreV2: a mutex queue under
+// path/locks and the leases under path/leases. A contender takes the mutex,
+// creates its lease node, and holds while its lease is among the first N by
+// sequence; only the mutex holder waits for a slot (with one child watch on
+// path/leases), so a release wakes one waiter and the queue stays in order.
+// The limit itself is the rule's input, not a count of the mutex's doing: at
+// most N leases are ever among the first N, whatever the mutex does.
+//
+// The limit is stored as the data of path ("3"): a Semaphore whose N differs
+// from the stored one gets ErrLimitMismatch instead of silently allowing
+// more. Curator's InterProcessSemaphoreV2 on the same path interoperates (it
+// neither stores nor checks the limit: it must be given the same N); kazoo's
+// Semaphore has another layout and does not.
+type Semaphore struct {
+	c     *Client
+	path  string
+	n     int
+	inner *Mutex
+}
+
+// ErrLimitMismatch reports a semaphore path whose stored limit differs from
+// the caller's N.
+var ErrLimitMismatch = errors.New("zklock: semaphore limit differs from the one stored with the path")
+
+// NewSemaphore returns a Semaphore of n permits on path. It checks its
+// arguments and does no I/O.
+func (c *Client) NewSemaphore(path string, n int) (*Semaphore, error) {
+	if err := validatePath(path); err != nil {
+		return nil, err
+	}
+	if n < 1 || n > 1<<20 {
+		return nil, fmt.Errorf("%w: semaphore limit %d (must be 1..1048576)", ErrInvalidOption, n)
+	}
+	inner, err := c.NewMutex(path + "/locks")
+	if err != nil {
+		return nil, err
+	}
+	return &Semaphore{c: c, path: path, n: n, inner: inner}, nil
+}
+
+// Path returns the semaphore's path; Limit its N.
+func (s *Semaphore) Path() string { return s.path }
+func (s *Semaphore) Limit() int   { return s.n }
+
+// Acquire blocks until the caller holds one of the N leases, as
+// Mutex.Acquire does: a ctx deadline is the timeout, and a failed or
+// cancelled call leaves nothing behind.
+func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) { return s.acquire(ctx, false) }
+
+// TryAcquire takes a lease only if one is free and nobody waits ahead;
+// otherwise it returns ErrLocked and leaves nothing behind.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) { return s.acquire(ctx, true) }
+
+// Holders lists the leases held or pending, in order.
+func (s *Semaphore) Holders(ctx context.Context) ([]Contender, error) {
+	return s.c.Contenders(ctx, s.leasesPath())
+}
+
+func (s *Semaphore) leasesPath() string { return s.path + "/leases" }
+
+func (s *Semaphore) acquire(ctx context.Context, try bool) (*Lease, error) {
+	if err := s.checkLimit(ctx); err != nil {
+		return nil, err
+	}
+	var turnstile *Lease
+	var err error
+	if try {
+		turnstile, err = s.inner.TryAcquire(ctx)
+	} else {
+		turnstile, err = s.inner.Acquire(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The turnstile only orders the waiters; the lease alone is what is held.
+	defer func() { _ = releaseAll(s.c, []*Lease{turnstile}) }()
+	a := s.c.exclusive(ctx, s.leasesPath(), try)
+	a.style, a.slots = semaphoreLease, s.n
+	return s.c.acquire(ctx, a)
+}
+
+// slotsTurn is the rule of a semaphore of n permits: a lease holds while it
+// is among the first n. It is monotone, so at most n ever hold.
+func slotsTurn(n int) turnRule {
+	return func(_ []lockNode, me int) (bool, int) {
+		if me < n {
+			return true, -1
+		}
+		return false, me - n
+	}
+}
+
+// waitSlots waits, with one child watch on the leases path, until q is among
+// the first n leases. Only the turnstile holder waits here, so one release
+// wakes one waiter.
+func (c *Client) waitSlots(ctx context.Context, q *queueNode, n int, children []string, try bool) error {
+	r := c.retrier(ctx, q.sess)
+	rule := slotsTurn(n)
+	for {
+		var changed <-chan zk.Event
+		err := error(nil)
+		if children == nil {
+			children, changed, err = c.listWatch(ctx, q)
+		}
+		if err == nil {
+			t := readTurn(rule, children, q.name)
+			children = nil
+			switch {
+			case !t.present:
+				return c.goneReason(q)
+			case t.holds:
+				return nil // the listing was made after q existed
+			case try:
+				return ErrLocked
+			}
+			if changed != nil {
+				err = c.waitEvent(ctx, q, changed)
+			}
+		}
+		switch {
+		case err == nil, errors.Is(err, errLookAgain):
+		case errors.Is(err, errRetry):
+			if err := r.wait(); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// listWatch lists q's path and sets a child watch on it.
+func (c *Client) listWatch(ctx context.Context, q *queueNode) ([]string, <-chan zk.Event, error) {
+	type listing struct {
+		children []string
+		ch       <-chan zk.Event
+	}
+	l, err := call(ctx, c, func() (listing, error) {
+		children, _, ch, err := c.conn.ChildrenW(q.path)
+		return listing{children, ch}, err
+	})
+	switch kind := classify(err); {
+	case kind == errNone, kind == errStop:
+		return l.children, l.ch, err
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, nil, c.goneReason(q)
+	case kind == errConnection:
+		return nil, nil, errRetry
+	case kind == errSession:
+		return nil, nil, errSessionOver
+	}
+	return nil, nil, fmt.Errorf("zklock: list %s: %w", q.path, err)
+}
+
+// waitEvent waits for a watch to fire, or for the wait to end.
+func (c *Client) waitEvent(ctx context.Context, q *queueNode, ch <-chan zk.Event) error {
+	select {
+	case ev := <-ch:
+		if ev.Type == zk.EventNotWatching && classify(ev.Err) == errSession {
+			return errSessionOver
+		}
+		return errLookAgain
+	case <-q.sess.lost:
+		return errSessionOver
+	case <-ctx.Done():
+		return ctxErr(ctx)
+	case <-c.closing:
+		return ErrClosed
+	case <-c.connEnded:
+		return errConnEnded
+	}
+}
+
+// checkLimit makes sure path stores this semaphore's limit: it creates path
+// with it, fills it in where path has no data, and refuses a different one.
+func (s *Semaphore) checkLimit(ctx context.Context) error {
+	c, want := s.c, strconv.Itoa(s.n)
+	if !c.track() {
+		return ErrClosed
+	}
+	defer c.wg.Done()
+	r := c.retrier(ctx, nil)
+	for {
+		err := s.tryLimit(ctx, want)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrLimitMismatch), classify(err) == errStop:
+			return err
+		case errors.Is(err, zk.ErrNoNode) && path.Dir(s.path) != "/":
+			if err := c.ensureParents(ctx, path.Dir(s.path)); err != nil {
+				return err
+			}
+			continue
+		case classify(err) == errRefused && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode):
+			return fmt.Errorf("zklock: semaphore limit on %s: %w", s.path, err)
+		}
+		if err := r.wait(); err != nil { // a race with another client, or a dropped connection
+			return err
+		}
+	}
+}
+
+// tryLimit makes one attempt of checkLimit.
+func (s *Semaphore) tryLimit(ctx context.Context, want string) error {
+	c := s.c
+	type node struct {
+		data []byte
+		stat *zk.Stat
+	}
+	got, err := call(ctx, c, func() (node, error) {
+		data, stat, err := c.conn.Get(s.path)
+		return node{data, stat}, err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		_, err = call(ctx, c, func() (string, error) { return c.conn.Create(s.path, []byte(want), 0, c.opts.acl) })
+		return err
+	case err != nil:
+		return err
+	case string(got.data) == want:
+		return nil
+	case len(got.data) == 0:
+		_, err = call(ctx, c, func() (*zk.Stat, error) { return c.conn.Set(s.path, []byte(want), got.stat.Version) })
+		return err
+	}
+	return fmt.Errorf("%w: %s stores %q, this client asks for %s", ErrLimitMismatch, s.path, got.data, want)
+}

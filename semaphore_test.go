@@ -1,0 +1,148 @@
+package zklock_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+)
+
+func semOn(t *testing.T, p string, n int, opts ...zklock.Option) *zklock.Semaphore {
+	t.Helper()
+	s, err := connect(t, opts...).NewSemaphore(p, n)
+	require.NoError(t, err)
+	return s
+}
+
+// Eight workers on their own sessions cycle through a semaphore of 3: never
+// more than 3 inside at once (on this process's monotonic clock), and all 3
+// slots get used.
+func TestSemaphoreNeverMoreThanN(t *testing.T) {
+	p := lockPath(t)
+	const n, workers, cycles = 3, 8, 12
+	var inside, most atomic.Int32
+	var wg sync.WaitGroup
+	for range workers {
+		s := semOn(t, p, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range cycles {
+				l, err := s.Acquire(ctxTimeout(t, 30*time.Second))
+				if !assert.NoError(t, err) {
+					return
+				}
+				now := inside.Add(1)
+				for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+				}
+				time.Sleep(2 * time.Millisecond)
+				inside.Add(-1)
+				assert.NoError(t, l.Release(context.Background()))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, most.Load(), int32(n))
+	assert.Equal(t, int32(n), most.Load(), "every slot was used")
+}
+
+// Waiters are served in arrival order: with the N slots taken, waiters
+// queued one after another get slots in that order.
+func TestSemaphoreIsFair(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	held := []*zklock.Lease{}
+	for range 2 {
+		l, err := semOn(t, p, 2).Acquire(ctxTimeout(t, 10*time.Second))
+		require.NoError(t, err)
+		held = append(held, l)
+	}
+	_, err := semOn(t, p, 2).TryAcquire(ctxTimeout(t, 10*time.Second))
+	require.ErrorIs(t, err, zklock.ErrLocked)
+
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range 4 {
+		s := semOn(t, p, 2)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := s.Acquire(ctxTimeout(t, 30*time.Second))
+			if !assert.NoError(t, err) {
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			assert.NoError(t, l.Release(context.Background()))
+		}()
+		waitChildren(t, obs, p+"/locks", i+1) // queued before the next one starts
+	}
+	for _, l := range held {
+		require.NoError(t, l.Release(context.Background()))
+	}
+	wg.Wait()
+	assert.Equal(t, []int{0, 1, 2, 3}, order)
+}
+
+func TestSemaphoreLimitMismatch(t *testing.T) {
+	p := lockPath(t)
+	l, err := semOn(t, p, 2).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	_, err = semOn(t, p, 3).Acquire(ctxTimeout(t, 10*time.Second))
+	require.ErrorIs(t, err, zklock.ErrLimitMismatch)
+	assert.Contains(t, err.Error(), `stores "2"`)
+	require.NoError(t, l.Release(context.Background()))
+	data, _, err := observer(t).Get(p)
+	require.NoError(t, err)
+	assert.Equal(t, "2", string(data), "the limit stays with the path")
+	_, err = connect(t).NewSemaphore(p, 0)
+	require.ErrorIs(t, err, zklock.ErrInvalidOption)
+}
+
+// A holder whose session ends frees its slot: the waiter gets it.
+func TestSemaphoreLostHolderFreesSlot(t *testing.T) {
+	p := lockPath(t)
+	c := connect(t)
+	s, err := c.NewSemaphore(p, 1)
+	require.NoError(t, err)
+	l, err := s.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	waiting := make(chan error, 1)
+	go func() {
+		wl, err := semOn(t, p, 1).Acquire(ctxTimeout(t, 30*time.Second))
+		if err == nil {
+			err = wl.Release(context.Background())
+		}
+		waiting <- err
+	}()
+	waitChildren(t, observer(t), p+"/locks", 1)
+	require.NoError(t, c.Close()) // the holder's process goes away
+	select {
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("lease not ended by Close")
+	}
+	require.NoError(t, <-waiting)
+}
+
+// Giving up while waiting for a slot leaves neither a lease node nor a
+// turnstile node behind.
+func TestSemaphoreGiveUpLeavesNothing(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	l, err := semOn(t, p, 1).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	_, err = semOn(t, p, 1).Acquire(ctxTimeout(t, 300*time.Millisecond))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Len(t, lockChildren(t, obs, p+"/leases"), 1)
+	assert.Empty(t, lockChildren(t, obs, p+"/locks"))
+	require.NoError(t, l.Release(context.Background()))
+}
