@@ -73,5 +73,4 @@ func TestMedian(t *testing.T) {
 	assert.Equal(t, 4.0, m[1].OpsPerS)
 }
 
-
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
