@@ -4,12 +4,12 @@
 
 GO ?= go
 
-.PHONY: test torture bench zk demo container
+.PHONY: test torture bench zk interop demo container
 
 # -p 1: one package's test binary at a time. Each package starts its own
 # ZooKeeper JVMs and the tests rely on 1s session timeouts; running packages
 # side by side on a small (2-core) machine starves them.
-test: zk
+test: zk interop
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 1 -timeout 15m ./...
 
@@ -32,6 +32,11 @@ bench: zk
 # zk installs ZooKeeper and Java if they are missing.
 zk:
 	./scripts/install-zookeeper.sh
+
+# interop installs the peers of the interoperability tests (internal/interop):
+# Curator's recipes and a JDK, and kazoo for Debian's python3.
+interop:
+	./scripts/install-interop.sh
 
 # demo builds bin/zklock, starts a throwaway ZooKeeper and shows the lock at
 # work (installs ZooKeeper first if it is missing). A newcomer's first command.

@@ -1,0 +1,46 @@
+#!/bin/sh
+# Installs the peers of the interoperability tests (internal/interop): Apache
+# Curator's recipes for Java with a JDK to compile the test's driver, and
+# kazoo for Debian's python3. Idempotent: does nothing when all are there.
+# The tests look for them in the same places:
+#   Curator: /usr/share/java/curator-{recipes,framework,client}.jar (Debian)
+#   javac:   $JAVA_HOME/bin/javac, else javac on $PATH
+#   kazoo:   importable by /usr/bin/python3
+set -eu
+
+say() { echo "install-interop: $*"; }
+die() { echo "install-interop: $*" >&2; exit 1; }
+
+have_curator() { [ -f /usr/share/java/curator-recipes.jar ] && [ -f /usr/share/java/curator-framework.jar ]; }
+have_javac() {
+	if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ]; then return 0; fi
+	command -v javac >/dev/null 2>&1
+}
+have_kazoo() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import kazoo.recipe.lock' >/dev/null 2>&1; }
+
+pkgs=
+have_curator || pkgs="$pkgs libcurator-recipes-java"
+have_javac || pkgs="$pkgs default-jdk-headless"
+have_kazoo || pkgs="$pkgs python3-kazoo"
+if [ -z "$pkgs" ]; then
+	say "Curator, javac and kazoo already installed; nothing to do"
+	exit 0
+fi
+
+command -v apt-get >/dev/null 2>&1 ||
+	die "apt-get not available: install$pkgs yourself (Curator 5 jars in /usr/share/java, a JDK, kazoo for /usr/bin/python3)"
+SUDO=
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null 2>&1 || die "not root and no sudo: run this script as root"
+	SUDO=sudo
+fi
+say "running: ${SUDO:+$SUDO }apt-get install -y --no-install-recommends$pkgs"
+if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkgs; then
+	say "install failed; running apt-get update and trying again"
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkgs
+fi
+have_curator || die "Curator jars still missing after the install"
+have_javac || die "javac still missing after the install"
+have_kazoo || die "kazoo still not importable by /usr/bin/python3 after the install"
+say "installed$pkgs"
