@@ -103,6 +103,7 @@ func (cl *cleaner) clean(lockPath string) {
 		switch err := conn.Delete(p, stat.Version); {
 		case err == nil:
 			cl.c.log.Debug("zklock: removed empty lock path", "path", p)
+			cl.c.opts.metrics.CleanerDeleted(p)
 		case errors.Is(err, zk.ErrNotEmpty), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode):
 			return // in use again, or someone else cleaned it
 		default:

@@ -25,7 +25,8 @@ import (
 type Lease struct {
 	c     *Client
 	q     *queueNode
-	parts []*Lease // a MultiLock's lease is made of parts, and has no node of its own
+	parts []*Lease  // a MultiLock's lease is made of parts, and has no node of its own
+	since time.Time // granted
 
 	presumed    chan struct{} // closed when the connection dropped and there is no wire clock
 	presumeOnce sync.Once
@@ -58,7 +59,7 @@ const (
 // between the grant and now, a connection that just dropped) is returned
 // with Done closed.
 func (c *Client) newLease(q *queueNode) *Lease {
-	l := &Lease{c: c, q: q, presumed: make(chan struct{}), done: make(chan struct{})}
+	l := &Lease{c: c, q: q, since: time.Now(), presumed: make(chan struct{}), done: make(chan struct{})}
 	c.mu.Lock()
 	if c.isClosed() {
 		c.mu.Unlock()
@@ -285,6 +286,7 @@ func (l *Lease) endLocked(err error) {
 	l.state = leaseEnded
 	l.err = err
 	close(l.done)
+	l.c.opts.metrics.Ended(l.q.style.kind, time.Since(l.since), err)
 	for _, fn := range l.onEnd {
 		fn(err)
 	}

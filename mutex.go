@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -75,6 +76,14 @@ func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 		return nil, ErrClosed
 	}
 	defer c.wg.Done()
+	start := time.Now()
+	l, err := c.acquireQueued(ctx, a)
+	c.opts.metrics.Acquired(a.style.kind, time.Since(start), err)
+	return l, err
+}
+
+// acquireQueued is acquire once tracked.
+func (c *Client) acquireQueued(ctx context.Context, a ask) (*Lease, error) {
 	for {
 		l, err := c.acquireOnce(ctx, a)
 		gone := errors.Is(err, errSessionOver) || errors.Is(err, errNodeDeleted)
@@ -100,6 +109,9 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	if children != nil {
+		c.opts.metrics.Queued(a.style.kind, countLockNodes(children))
+	}
 	if err := c.wait(ctx, q, a, children); err != nil {
 		return nil, c.giveUp(q, err)
 	}
@@ -121,6 +133,16 @@ func (c *Client) wait(ctx context.Context, q *queueNode, a ask, children []strin
 		return c.waitSlots(ctx, q, a.slots, children, a.try)
 	}
 	return c.waitTurn(ctx, q, a.rule, children, a.try)
+}
+
+func countLockNodes(children []string) int {
+	n := 0
+	for _, c := range children {
+		if _, ok := parseNode(c); ok {
+			n++
+		}
+	}
+	return n
 }
 
 // testHookBeforeLease, set only by tests, runs between the grant and the

@@ -35,6 +35,7 @@ type options struct {
 	watchOwnNode   bool
 	requeue        bool
 	followerLag    time.Duration
+	metrics        Metrics
 }
 
 type authCred struct {
@@ -51,6 +52,7 @@ func defaultOptions() options {
 		cleanupTimeout: DefaultCleanupTimeout,
 		watchOwnNode:   true,
 		requeue:        true,
+		metrics:        noMetrics{},
 	}
 }
 

@@ -71,15 +71,16 @@ var markers = []struct {
 type nodeStyle struct {
 	marker string
 	kazoo  bool
+	kind   string // the primitive, as Metrics reports it
 }
 
 var (
-	mutexStyle     = nodeStyle{marker: "lock-"}
-	curatorRead    = nodeStyle{marker: "__READ__"}
-	curatorWrite   = nodeStyle{marker: "__WRIT__"}
-	kazooRead      = nodeStyle{marker: "__rlock__", kazoo: true}
-	kazooWrite     = nodeStyle{marker: "__lock__", kazoo: true}
-	semaphoreLease = nodeStyle{marker: "lease-"}
+	mutexStyle     = nodeStyle{marker: "lock-", kind: KindMutex}
+	curatorRead    = nodeStyle{marker: "__READ__", kind: KindRead}
+	curatorWrite   = nodeStyle{marker: "__WRIT__", kind: KindWrite}
+	kazooRead      = nodeStyle{marker: "__rlock__", kazoo: true, kind: KindRead}
+	kazooWrite     = nodeStyle{marker: "__lock__", kazoo: true, kind: KindWrite}
+	semaphoreLease = nodeStyle{marker: "lease-", kind: KindSemaphore}
 )
 
 // prefix is the name of a node before ZooKeeper appends its sequence.

@@ -92,6 +92,7 @@ var errSessionOver = errors.New("zklock: session over")
 
 // wait sleeps before the next attempt, or returns why there is none.
 func (r *retrier) wait() error {
+	r.c.opts.metrics.Retried()
 	if r.delay == 0 {
 		r.delay = retryFirst
 	} else {

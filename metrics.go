@@ -1,0 +1,78 @@
+package zklock
+
+import (
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Metrics receives what a Client observes, for a service to export (the
+// module github.com/zklock/zklock/metrics/prometheus adapts it to
+// Prometheus; zklock itself depends on no metrics library). Set it with
+// WithMetrics.
+//
+// Methods are called synchronously from the goroutine that made the
+// observation, some while a lease's internal lock is held: they must return
+// quickly, must not block, and must not call back into zklock.
+type Metrics interface {
+	// Acquired reports an Acquire or TryAcquire that returned: how long it
+	// took, and its error (nil when it was granted).
+	Acquired(kind string, wait time.Duration, err error)
+	// Queued reports the length of the queue an Acquire joined: the lock
+	// nodes on the path when it listed them, its own included.
+	Queued(kind string, length int)
+	// Ended reports a lease's end: how long it was held, and why it ended:
+	// ErrReleased, ErrClosed, or an error matching ErrLockLost (LossCause
+	// names its cause).
+	Ended(kind string, held time.Duration, why error)
+	// CleanerDeleted reports a lock path the cleaner removed.
+	CleanerDeleted(path string)
+	// Retried reports a request that will be sent again after its
+	// connection dropped.
+	Retried()
+}
+
+// The kinds Metrics reports.
+const (
+	KindMutex     = "mutex" // Mutex, ReentrantMutex and the parts of a MultiLock
+	KindRead      = "read"  // RWMutex readers
+	KindWrite     = "write" // RWMutex writers
+	KindSemaphore = "semaphore"
+)
+
+// LossCause names why a lease was lost, for a metric label: "session_expired",
+// "node_deleted", "connection_lost" (no word from ZooKeeper for longer than
+// the session can be trusted, or the connection was closed), or "" when err
+// is not a loss.
+func LossCause(err error) string {
+	switch {
+	case !errors.Is(err, ErrLockLost):
+		return ""
+	case isNodeDeleted(err):
+		return "node_deleted"
+	case errors.Is(err, zk.ErrSessionExpired):
+		return "session_expired"
+	}
+	return "connection_lost"
+}
+
+// WithMetrics sends the client's observations to m.
+func WithMetrics(m Metrics) Option {
+	return func(o *options) error {
+		if m == nil {
+			m = noMetrics{}
+		}
+		o.metrics = m
+		return nil
+	}
+}
+
+// noMetrics is the default: it observes nothing.
+type noMetrics struct{}
+
+func (noMetrics) Acquired(string, time.Duration, error) {}
+func (noMetrics) Queued(string, int)                    {}
+func (noMetrics) Ended(string, time.Duration, error)    {}
+func (noMetrics) CleanerDeleted(string)                 {}
+func (noMetrics) Retried()                              {}
