@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -22,7 +23,8 @@ type Contender struct {
 // Contenders lists everyone queued on the lock at path, holder first, in
 // queue order, with who they are. Nodes written by Curator, go-zookeeper's
 // zk.Lock and kazoo are listed too, with their raw data. A lock path that does
-// not exist has no contenders.
+// not exist has no contenders. For a Semaphore's path it lists the leases,
+// the first N (the limit stored with the path) as holders.
 func (c *Client) Contenders(ctx context.Context, path string) ([]Contender, error) {
 	if err := validatePath(path); err != nil {
 		return nil, err
@@ -31,6 +33,27 @@ func (c *Client) Contenders(ctx context.Context, path string) ([]Contender, erro
 		return nil, ErrClosed
 	}
 	defer c.wg.Done()
+	cs, err := c.contenders(ctx, path)
+	if err != nil || len(cs) > 0 {
+		return cs, err
+	}
+	limit, err := call(ctx, c, func() (int, error) {
+		data, _, err := c.conn.Get(path)
+		n, _ := strconv.Atoi(string(data))
+		return n, err
+	})
+	if err != nil || limit < 1 {
+		return nil, nil // not a semaphore (or gone): nobody queued
+	}
+	cs, err = c.contenders(ctx, path+"/leases")
+	for i := range cs {
+		cs[i].Holder = i < limit
+	}
+	return cs, err
+}
+
+// contenders lists the lock nodes under path, with their data.
+func (c *Client) contenders(ctx context.Context, path string) ([]Contender, error) {
 	children, err := await(ctx, c, goCall(c, func() ([]string, error) {
 		ch, _, err := c.conn.Children(path)
 		return ch, err

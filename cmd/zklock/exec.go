@@ -12,7 +12,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,17 +25,26 @@ var execCmd = &command{
 	name:    "exec",
 	summary: "run a command while holding a lock, waiting for its turn",
 	usage: `Usage: zklock exec [flags] <lock path> [--] <command> [args...]
+       zklock exec [flags] <lock path> <lock path>... -- <command> [args...]
 
 Exec waits for its turn on the lock at <lock path> (first come, first served,
 across every client of the path), runs the command while holding the lock,
 releases it when the command exits, and exits with the command's status.
 
+By default the lock is exclusive. --read takes it as a reader of a
+read/write lock (readers share, writers exclude them), --write as its
+writer (needed to exclude Curator's and kazoo's readers, which do not treat
+a plain mutex as a writer), --semaphore N as one of N holders of a
+semaphore. With several lock paths (put -- before the command), exec takes
+all of them, in sorted order so that no two clients deadlock, as one lease.
+
 The command runs in its own process group, with these added to its
 environment:
 
-	ZKLOCK_PATH   the lock path
-	ZKLOCK_NODE   the lock node this holder created
+	ZKLOCK_PATH   the lock path (several: comma-separated, in the order taken)
+	ZKLOCK_NODE   the lock node this holder created (several: comma-separated)
 	ZKLOCK_TOKEN  the fencing token: larger for every later holder of the path
+	              (several paths: the largest of their tokens)
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to zklock are passed on to the
 command's process group, and the lock is released once the command has exited.
@@ -68,6 +79,9 @@ Examples:
 	zklock exec /locks/backup -- ./backup.sh --full
 	zklock exec --timeout 5m /locks/deploy -- make deploy
 	zklock exec --try /locks/report -- ./report.sh || echo "report already running"
+	zklock exec --read /locks/catalog -- ./export.sh
+	zklock exec --semaphore 4 /locks/encoders -- ./encode.sh input.mov
+	zklock exec /locks/db /locks/cache -- ./migrate.sh
 `,
 	flags: func(fs *flag.FlagSet) {
 		addConnFlags(fs)
@@ -77,14 +91,33 @@ Examples:
 		fs.Duration("grace", 10*time.Second, "after losing the lock, how long the command gets between SIGTERM and SIGKILL (a `duration`)")
 		fs.String("owner", "", "`name` recorded in the lock node for 'zklock status' (default: the command's base name)")
 		fs.Bool("verbose", false, "log ZooKeeper session events to stderr")
+		fs.Bool("read", false, "take the lock as a reader of a read/write lock")
+		fs.Bool("write", false, "take the lock as the writer of a read/write lock")
+		fs.Int("semaphore", 0, "take one of `N` leases of a semaphore (0: an exclusive lock)")
 	},
 	parse: parseExecArgs,
 	run:   runExec,
 }
 
 // parseExecArgs takes flags before the lock path and between it and the
-// command; everything from the command on is the command's own.
+// command; everything from the command on is the command's own. With a --,
+// everything before it is flags and lock paths, and the positional
+// arguments it returns keep the -- between the paths and the command.
 func parseExecArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	if i := slices.Index(args, "--"); i >= 0 {
+		var paths []string
+		rest := args[:i]
+		for {
+			if err := fs.Parse(rest); err != nil {
+				return nil, err
+			}
+			if fs.NArg() == 0 {
+				break
+			}
+			paths, rest = append(paths, fs.Arg(0)), fs.Args()[1:]
+		}
+		return append(append(paths, "--"), args[i+1:]...), nil
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -110,7 +143,8 @@ var errTimedOut = errors.New("--timeout expired")
 
 type execOpts struct {
 	conn    *connFlags
-	path    string
+	paths   []string
+	path    string // the paths, comma-separated, for messages and ZKLOCK_PATH
 	argv    []string
 	timeout time.Duration
 	try     bool
@@ -118,6 +152,9 @@ type execOpts struct {
 	grace   time.Duration
 	owner   string
 	verbose bool
+	read    bool
+	write   bool
+	permits int
 }
 
 func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
@@ -150,14 +187,21 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		grace:   flagValue[time.Duration](fset, "grace"),
 		owner:   flagValue[string](fset, "owner"),
 		verbose: flagValue[bool](fset, "verbose"),
+		read:    flagValue[bool](fset, "read"),
+		write:   flagValue[bool](fset, "write"),
+		permits: flagValue[int](fset, "semaphore"),
 	}
-	if msg := o.check(pos); msg != "" {
+	o.paths, o.argv = splitPaths(pos)
+	if msg := o.check(); msg != "" {
 		return nil, usageError(stderr, "exec", "%s", msg)
 	}
-	o.path, o.argv = pos[0], pos[1:]
-	if msg := badPath(o.path); msg != "" {
-		return nil, usageError(stderr, "exec", "%s", msg)
+	for _, p := range o.paths {
+		if msg := badPath(p); msg != "" {
+			return nil, usageError(stderr, "exec", "%s", msg)
+		}
 	}
+	o.paths = slices.Compact(slices.Sorted(slices.Values(o.paths))) // the order they are taken in
+	o.path = strings.Join(o.paths, ",")
 	// Resolve the command first: a typo must not wait its turn in the queue.
 	if code, err := lookCommand(o.argv[0]); err != nil {
 		return nil, fail(stderr, code, "cannot run %q: %v; check the command's name and $PATH", o.argv[0], err)
@@ -168,14 +212,38 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 	return o, exitOK
 }
 
+// splitPaths splits the positional arguments into lock paths and command:
+// at the -- if there is one, else after the first.
+func splitPaths(pos []string) (paths, argv []string) {
+	if i := slices.Index(pos, "--"); i >= 0 {
+		return pos[:i], pos[i+1:]
+	}
+	if len(pos) == 0 {
+		return nil, nil
+	}
+	return pos[:1], pos[1:]
+}
+
 // check validates the flags and the number of arguments; it returns a usage
 // message or "".
-func (o *execOpts) check(pos []string) string {
+func (o *execOpts) check() string {
+	kinds := 0
+	for _, on := range []bool{o.read, o.write, o.permits != 0} {
+		if on {
+			kinds++
+		}
+	}
 	switch {
-	case len(pos) == 0:
+	case len(o.paths) == 0:
 		return "missing the lock path and the command"
-	case len(pos) == 1:
-		return fmt.Sprintf("missing the command to run after the lock path %s", pos[0])
+	case len(o.argv) == 0:
+		return fmt.Sprintf("missing the command to run after the lock path %s", strings.Join(o.paths, " "))
+	case kinds > 1:
+		return "--read, --write and --semaphore exclude each other"
+	case o.permits < 0:
+		return "--semaphore must be positive"
+	case kinds > 0 && len(o.paths) > 1:
+		return "--read, --write and --semaphore take one lock path; several paths are exclusive locks"
 	case o.conn.check() != "":
 		return o.conn.check()
 	case o.timeout < 0:
@@ -254,17 +322,51 @@ func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acqu
 	if err != nil {
 		return acquired{err: err}
 	}
-	m, err := client.NewMutex(o.path)
+	acquire, try, err := o.primitive(client)
 	var lease *zklock.Lease
 	if err == nil {
 		actx := zklock.WithOwner(ctx, o.owner)
 		if o.try {
-			lease, err = m.TryAcquire(actx)
+			lease, err = try(actx)
 		} else {
-			lease, err = m.Acquire(actx)
+			lease, err = acquire(actx)
 		}
 	}
 	return acquired{client, lease, err}
+}
+
+type acquireFunc func(context.Context) (*zklock.Lease, error)
+
+// primitive is the lock the flags ask for, as its Acquire and TryAcquire.
+func (o *execOpts) primitive(c *zklock.Client) (acquire, try acquireFunc, err error) {
+	switch {
+	case o.read || o.write:
+		rw, err := c.NewRWMutex(o.paths[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		if o.read {
+			return rw.AcquireRead, rw.TryAcquireRead, nil
+		}
+		return rw.AcquireWrite, rw.TryAcquireWrite, nil
+	case o.permits > 0:
+		s, err := c.NewSemaphore(o.paths[0], o.permits)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s.Acquire, s.TryAcquire, nil
+	case len(o.paths) > 1:
+		ml, err := c.NewMultiLock(o.paths...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ml.Acquire, ml.TryAcquire, nil
+	}
+	m, err := c.NewMutex(o.paths[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	return m.Acquire, m.TryAcquire, nil
 }
 
 // acquireFailed reports why r failed and returns the exit code, telling the
@@ -280,9 +382,9 @@ func (o *execOpts) acquireFailed(r acquired, timedOut bool, stderr io.Writer) in
 	defer closeClient(r.client)
 	switch {
 	case errors.Is(r.err, zklock.ErrLocked):
-		return fail(stderr, exitLocked, "lock is held: %s is taken or has waiters; drop --try to wait for it, or see who holds it with 'zklock status %s'", o.path, o.path)
+		return fail(stderr, exitLocked, "lock is held: %s is taken or has waiters; drop --try to wait for it, or see who holds it with 'zklock status %s'", o.path, strings.Join(o.paths, " "))
 	case timedOut:
-		return fail(stderr, exitTimeout, "timed out after %v waiting for %s; see who holds it with 'zklock status %s'", o.timeout, o.path, o.path)
+		return fail(stderr, exitTimeout, "timed out after %v waiting for %s; see who holds it with 'zklock status %s'", o.timeout, o.path, strings.Join(o.paths, " "))
 	default:
 		return fail(stderr, exitSoftware, "cannot acquire %s: %s", o.path, cause(r.err))
 	}

@@ -201,3 +201,77 @@ func TestExecSessionCut(t *testing.T) {
 	waitFile(t, file, "TERM")
 	waitFile(t, file, "next")
 }
+
+// TestExecReadSharesWriteExcludes: two --read commands run at once (each
+// waits for the other to have started), a --write waits for both.
+func TestExecReadSharesWriteExcludes(t *testing.T) {
+	path := lockPath(t)
+	dir := t.TempDir()
+	// Each reader marks itself in, then waits up to 10s for the other's mark.
+	reader := `touch "$1/$0"; for i in $(seq 100); do [ -e "$1/$2" ] && exit 0; sleep 0.1; done; exit 9`
+	r1 := start(t, "exec", "--read", path, "--", "sh", "-c", reader, "r1", dir, "r2")
+	r2 := start(t, "exec", "--read", path, "--", "sh", "-c", reader, "r2", dir, "r1")
+	require.Equal(t, 0, r1.wait(t, 30*time.Second), r1.errText())
+	require.Equal(t, 0, r2.wait(t, 30*time.Second), r2.errText())
+
+	c := connect(t)
+	rw, err := c.NewRWMutex(path)
+	require.NoError(t, err)
+	l, err := rw.AcquireRead(context.Background())
+	require.NoError(t, err)
+	code, _, errOut := runZK(t, 20*time.Second, "exec", "--write", "--try", path, "--", "true")
+	require.Equal(t, exitLocked, code, errOut)
+	code, _, errOut = runZK(t, 20*time.Second, "exec", "--read", "--try", path, "--", "true")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, l.Release(context.Background()))
+
+	code, _, errOut = runZK(t, 20*time.Second, "exec", "--read", "--write", path, "--", "true")
+	require.Equal(t, exitUsage, code, errOut)
+}
+
+// TestExecSemaphore: with --semaphore 2, two commands hold at once and a
+// third --try is refused; a different N is refused too.
+func TestExecSemaphore(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	s, err := c.NewSemaphore(path, 2)
+	require.NoError(t, err)
+	l, err := s.Acquire(context.Background())
+	require.NoError(t, err)
+	code, out, errOut := runZK(t, 20*time.Second, "exec", "--semaphore", "2", "--try", path, "--", "sh", "-c", `echo "$ZKLOCK_NODE"`)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, path+"/leases/")
+	l2, err := s.Acquire(context.Background())
+	require.NoError(t, err)
+	code, _, errOut = runZK(t, 20*time.Second, "exec", "--semaphore", "2", "--try", path, "--", "true")
+	require.Equal(t, exitLocked, code, errOut)
+	code, _, errOut = runZK(t, 20*time.Second, "exec", "--semaphore", "3", "--try", path, "--", "true")
+	require.Equal(t, exitSoftware, code, errOut)
+	require.Contains(t, errOut, "limit")
+	require.NoError(t, l.Release(context.Background()))
+	require.NoError(t, l2.Release(context.Background()))
+}
+
+// TestExecSeveralPaths: exec takes every path, in sorted order, and
+// releases them all; --try fails if any is held, leaving the others free.
+func TestExecSeveralPaths(t *testing.T) {
+	a, b := lockPath(t), lockPath(t)
+	c := connect(t)
+	code, out, errOut := runZK(t, 20*time.Second, "exec", b, a, "--", "sh", "-c", `echo "$ZKLOCK_PATH"`)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, a+","+b, strings.TrimSpace(out))
+
+	m, err := c.NewMutex(b)
+	require.NoError(t, err)
+	l, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	code, _, errOut = runZK(t, 20*time.Second, "exec", "--try", a, b, "--", "true")
+	require.Equal(t, exitLocked, code, errOut)
+	require.Empty(t, contendersOf(t, c, a), "nothing left on the free path")
+	require.NoError(t, l.Release(context.Background()))
+
+	code, _, errOut = runZK(t, 20*time.Second, "exec", "--read", a, b, "--", "true")
+	require.Equal(t, exitUsage, code, errOut)
+	code, _, errOut = runZK(t, 20*time.Second, "exec", a, "relative", "--", "true")
+	require.Equal(t, exitUsage, code, errOut)
+}

@@ -18,13 +18,15 @@ import (
 var statusCmd = &command{
 	name:    "status",
 	summary: "show who holds a lock and who waits for it",
-	usage: `Usage: zklock status [flags] <lock path>
+	usage: `Usage: zklock status [flags] <lock path>...
 
 Status lists everyone queued on the lock at <lock path>, holder first, in the
-order they will get it:
+order they will get it (several paths: one table each). A read/write lock
+shows every reader that holds as HOLDER; a semaphore's path lists its
+leases, the first N (its limit) as holders.
 
 	POS     place in the queue; 0 holds the lock
-	ROLE    HOLDER or waiting
+	ROLE    HOLDER or waiting; "(read)" marks a reader
 	NODE    the lock node (--json gives its full path)
 	TOKEN   the node's fencing token (ZKLOCK_TOKEN of 'zklock exec')
 	HOST    host and PID of the process that queued
@@ -35,7 +37,7 @@ order they will get it:
 
 Nodes of other libraries sharing the path (Curator, go-zookeeper, kazoo) are
 listed with their raw data. --json prints a JSON array with one object per
-contender, holder first, with the fields position, holder, node, sequence,
+contender, holder first, with the fields position, holder, reader, node, sequence,
 token, host, pid, client, goroutine, owner, since (RFC 3339, null for foreign
 nodes) and data (the raw node data, null for zklock's own records).
 
@@ -82,6 +84,26 @@ func contenders(name string, fs *flag.FlagSet, pos []string, stderr io.Writer) (
 }
 
 func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
+	if len(pos) <= 1 {
+		return statusOf(fs, pos, stdout, stderr)
+	}
+	if flagValue[bool](fs, "json") {
+		return usageError(stderr, "status", "--json takes one lock path")
+	}
+	for i, p := range pos {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "%s:\n", p)
+		if code := statusOf(fs, []string{p}, stdout, stderr); code != exitOK {
+			return code
+		}
+	}
+	return exitOK
+}
+
+// statusOf prints the queue of one lock path.
+func statusOf(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	client, cs, code := contenders("status", fs, pos, stderr)
 	if client == nil {
 		return code
@@ -102,6 +124,9 @@ func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		if c.Holder {
 			role = "HOLDER"
 		}
+		if c.Reader {
+			role += " (read)"
+		}
 		host, pid, owner, queued := "-", "-", "-", "-"
 		if isRecord(c) {
 			host, pid, owner = c.Owner.Host, strconv.Itoa(c.Owner.PID), ownerName(c.Owner)
@@ -120,6 +145,7 @@ func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 type contenderJSON struct {
 	Position  int        `json:"position"`
 	Holder    bool       `json:"holder"`
+	Reader    bool       `json:"reader"`
 	Node      string     `json:"node"`
 	Sequence  int64      `json:"sequence"`
 	Token     int64      `json:"token"`
@@ -138,7 +164,7 @@ func printJSON(stdout, stderr io.Writer, cs []zklock.Contender) int {
 	b.WriteString("[")
 	for i, c := range cs {
 		j := contenderJSON{
-			Position: i, Holder: c.Holder, Node: c.Node, Sequence: c.Sequence, Token: c.Token,
+			Position: i, Holder: c.Holder, Reader: c.Reader, Node: c.Node, Sequence: c.Sequence, Token: c.Token,
 			Host: c.Owner.Host, PID: c.Owner.PID, Client: c.Owner.Client, Goroutine: c.Owner.Goroutine, Owner: c.Owner.Name,
 		}
 		if isRecord(c) {
@@ -183,8 +209,13 @@ func ownerName(o zklock.Owner) string {
 // Curator and go-zookeeper ("_c_<guid>-lock-<seq>"), the GUID.
 func shortNode(node string) string {
 	name := node[strings.LastIndexByte(node, '/')+1:]
-	if i := strings.LastIndex(name, "-lock-"); strings.HasPrefix(name, "_c_") && i > 0 {
-		return name[i+1:]
+	if !strings.HasPrefix(name, "_c_") {
+		return name
+	}
+	for _, marker := range []string{"-lock-", "-lease-", "-__READ__", "-__WRIT__"} {
+		if i := strings.LastIndex(name, marker); i > 0 {
+			return name[i+1:]
+		}
 	}
 	return name
 }

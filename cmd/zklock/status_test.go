@@ -187,3 +187,31 @@ func TestServer(t *testing.T) {
 	_, err = zktest.FourLetter(ctx, addr, "ruok")
 	require.Error(t, err, "the server is gone")
 }
+
+// TestStatusReadersSemaphoreAndSeveralPaths: readers that hold are all
+// holders, marked (read); a semaphore's path lists its leases with the
+// first N holding; several paths give one table each.
+func TestStatusReadersSemaphoreAndSeveralPaths(t *testing.T) {
+	rwPath, semPath := lockPath(t), lockPath(t)
+	c := connect(t)
+	rw, err := c.NewRWMutex(rwPath)
+	require.NoError(t, err)
+	for range 2 {
+		_, err := rw.AcquireRead(context.Background())
+		require.NoError(t, err)
+	}
+	s, err := c.NewSemaphore(semPath, 2)
+	require.NoError(t, err)
+	for range 2 {
+		_, err := s.Acquire(context.Background())
+		require.NoError(t, err)
+	}
+	code, out, errOut := runZK(t, 20*time.Second, "status", rwPath, semPath)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 2, strings.Count(out, "HOLDER (read)"), out)
+	require.Contains(t, out, semPath+":\n")
+	require.Equal(t, 4, strings.Count(out, "HOLDER"), out)
+
+	code, _, errOut = runZK(t, 20*time.Second, "status", "--json", rwPath, semPath)
+	require.Equal(t, exitUsage, code, errOut)
+}
