@@ -36,7 +36,11 @@ func (r *recorder) Acquired(kind string, _ time.Duration, err error) {
 	r.acquired = append(r.acquired, kind+":"+out)
 }
 
-func (r *recorder) Queued(_ string, n int) { r.mu.Lock(); r.queued = append(r.queued, n); r.mu.Unlock() }
+func (r *recorder) Queued(_ string, n int) {
+	r.mu.Lock()
+	r.queued = append(r.queued, n)
+	r.mu.Unlock()
+}
 
 func (r *recorder) Ended(kind string, held time.Duration, why error) {
 	r.mu.Lock()
@@ -48,8 +52,12 @@ func (r *recorder) Ended(kind string, held time.Duration, why error) {
 	r.ended = append(r.ended, kind+":"+end)
 }
 
-func (r *recorder) CleanerDeleted(p string) { r.mu.Lock(); r.cleaned = append(r.cleaned, p); r.mu.Unlock() }
-func (r *recorder) Retried()                { r.mu.Lock(); r.retried++; r.mu.Unlock() }
+func (r *recorder) CleanerDeleted(p string) {
+	r.mu.Lock()
+	r.cleaned = append(r.cleaned, p)
+	r.mu.Unlock()
+}
+func (r *recorder) Retried() { r.mu.Lock(); r.retried++; r.mu.Unlock() }
 
 func (r *recorder) snapshot() recorder {
 	r.mu.Lock()
