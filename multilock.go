@@ -64,23 +64,24 @@ func (ml *MultiLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 	for _, m := range ml.mutexes {
 		l, err := ml.c.acquire(ctx, ml.c.exclusive(ctx, m.path, try))
 		if err != nil {
-			return nil, errors.Join(err, releaseAll(ml.c, parts))
+			return nil, errors.Join(err, releaseAll(ctx, ml.c, parts))
 		}
 		parts = append(parts, l)
 	}
 	return newMultiLease(ml.c, parts), nil
 }
 
-// releaseAll releases parts in reverse order, each bounded by the cleanup
-// timeout (a release whose delete is not confirmed goes on in the
-// background). It returns the errors that are not a lease's own end.
-func releaseAll(c *Client, parts []*Lease) error {
+// releaseAll releases parts in reverse order, each waited for until ctx ends
+// or the cleanup timeout passes; a delete not confirmed by then goes on in
+// the background. It returns the errors that say more than that: a loss, or
+// a refused delete.
+func releaseAll(ctx context.Context, c *Client, parts []*Lease) error {
 	var errs []error
 	for i := len(parts) - 1; i >= 0; i-- {
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.cleanupTimeout)
-		err := parts[i].Release(ctx)
+		rctx, cancel := context.WithTimeout(ctx, c.opts.cleanupTimeout)
+		err := parts[i].Release(rctx)
 		cancel()
-		if err != nil && !errors.Is(err, ErrNotHeld) {
+		if err != nil && !errors.Is(err, ErrNotHeld) && classify(err) != errStop {
 			errs = append(errs, err)
 		}
 	}

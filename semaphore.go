@@ -88,7 +88,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) (*Lease, error) {
 		return nil, err
 	}
 	// The turnstile only orders the waiters; the lease alone is what is held.
-	defer func() { _ = releaseAll(s.c, []*Lease{turnstile}) }()
+	defer func() { _ = releaseAll(ctx, s.c, []*Lease{turnstile}) }()
 	a := s.c.exclusive(ctx, s.leasesPath(), try)
 	a.style, a.slots = semaphoreLease, s.n
 	return s.c.acquire(ctx, a)

@@ -36,6 +36,8 @@ type leaseRec struct {
 	done    <-chan struct{} // closes when the lease ends; nil for the child
 	child   bool
 	called  mono // child: when its Acquire was called
+	shared  bool // a reader: it may overlap other readers
+	limit   int  // a semaphore lease: up to limit may overlap
 
 	// guarded by ledger.mu
 	token   int64 // 0: not known (the read failed with the lease ending)
@@ -399,10 +401,15 @@ func (c *checker) lastCheck(r *leaseRec, t mono) mono {
 	return last
 }
 
-// overlaps: no lease on a path is granted while an earlier one still holds.
+// overlaps: no lease on a path is granted while an earlier one it excludes
+// still holds: any lease for a mutex or a writer, a writer for a reader, and
+// limit others for a semaphore lease.
 func (c *checker) overlaps(recs []*leaseRec) {
-	var prev *leaseRec
-	var prevTo mono
+	type held struct {
+		r  *leaseRec
+		to mono
+	}
+	var active []held
 	for _, r := range recs {
 		from, to, ok := c.span(r)
 		if !ok {
@@ -411,16 +418,33 @@ func (c *checker) overlaps(recs []*leaseRec) {
 		if d, ok := c.deletion(r); ok && d.at <= r.start {
 			continue // granted on a node already gone: see deletedGrants
 		}
-		if prev != nil && from < prevTo {
-			c.violate("two holders on %s: %s (node %s, token %d) held from %s until %s (%v), and %s (node %s, token %d) was granted at %s",
-				r.path, prev.holder, prev.node, prev.token, c.lg.at(prev.start), c.lg.at(prevTo), prev.why,
-				r.holder, r.node, r.token, c.lg.at(from))
+		active = slices.DeleteFunc(active, func(h held) bool { return h.to <= from })
+		for _, h := range active {
+			if excludes(r, h.r, len(active)) {
+				c.violate("two holders on %s: %s (node %s, token %d) held from %s until %s (%v), and %s (node %s, token %d) was granted at %s (%d holding)",
+					r.path, h.r.holder, h.r.node, h.r.token, c.lg.at(h.r.start), c.lg.at(h.to), h.r.why,
+					r.holder, r.node, r.token, c.lg.at(from), len(active))
+				break
+			}
 		}
-		if to > prevTo {
-			prev, prevTo = r, to
-		}
+		active = append(active, held{r, to})
 	}
 }
+
+// excludes reports whether r may not be granted while h and n-1 others hold.
+func excludes(r, h *leaseRec, n int) bool {
+	switch {
+	case r.limit > 0:
+		return n >= r.limit
+	case r.shared:
+		return !h.shared
+	}
+	return true
+}
+
+// exclusive reports a lease that nobody shares: tokens and loss margins are
+// measured on those.
+func exclusive(r *leaseRec) bool { return !r.shared && r.limit == 0 }
 
 // tokens: the fencing tokens of successive holders of a path strictly grow.
 // A lease whose node was deleted by hand before it was granted is skipped: it
@@ -428,7 +452,7 @@ func (c *checker) overlaps(recs []*leaseRec) {
 func (c *checker) tokens(recs []*leaseRec) {
 	var last *leaseRec
 	for _, r := range recs {
-		if _, _, ok := c.span(r); !ok || r.token == 0 {
+		if _, _, ok := c.span(r); !ok || r.token == 0 || !exclusive(r) {
 			continue
 		}
 		if d, ok := c.deletion(r); ok && d.at <= r.start {
@@ -447,7 +471,7 @@ func (c *checker) tokens(recs []*leaseRec) {
 // before the next grant on the path it did so.
 func (c *checker) lossMargins(recs []*leaseRec) {
 	for _, r := range recs {
-		if !r.lost || r.atGrant || r.end == 0 {
+		if !r.lost || r.atGrant || r.end == 0 || !exclusive(r) {
 			continue
 		}
 		if _, ok := c.deletion(r); ok {

@@ -29,12 +29,14 @@ import (
 
 // TestTorture is the randomized fault torture (issue 10): clients, each with
 // its own session through its own proxy, contend for a few paths with Mutex,
-// ReentrantMutex, TryAcquire, Do and RunSingleton while a fault schedule,
-// drawn from one seeded generator, stalls, cuts and blocks their connections,
+// ReentrantMutex, TryAcquire, Do, RunSingleton and MultiLock, and for one
+// path each with RWMutex readers and writers and a Semaphore of 2, while a
+// fault schedule, drawn from one seeded generator, stalls, cuts and blocks their connections,
 // kills and restarts servers, deletes lock nodes by hand, slows event
 // handlers, closes clients while they wait, and stops a whole child process
 // with SIGSTOP. The ledger (torture_check_test.go) then checks, on one
-// monotonic clock: no two leases on a path overlap, fencing tokens grow, no
+// monotonic clock: no two leases on a path overlap (readers may share, and
+// up to 2 semaphore leases), fencing tokens of exclusive leases grow, no
 // stale holder acts, every call returns by its deadline plus a bound, nothing
 // is left in ZooKeeper, no goroutine leaked, and no hot loop burnt the CPU.
 //
@@ -73,8 +75,13 @@ type tortureConfig struct {
 	duration time.Duration
 	clients  int
 	root     string   // the cleanup root; nothing is left under it at the end
-	paths    []string // the contended lock paths
+	paths    []string // the contended lock paths (Mutex, ReentrantMutex, Do, RunSingleton, MultiLock)
+	rwPath   string   // the RWMutex's path
+	semPath  string   // the Semaphore's path
 }
+
+// tortureSemLimit is the torture semaphore's N.
+const tortureSemLimit = 2
 
 func tortureSettings(t *testing.T) tortureConfig {
 	cfg := tortureConfig{seed: *tortureSeed, duration: *tortureDuration, clients: *tortureClients}
@@ -91,6 +98,7 @@ func tortureSettings(t *testing.T) tortureConfig {
 	}
 	cfg.root = fmt.Sprintf("/zklock-torture-%d-%d", cfg.seed, os.Getpid())
 	cfg.paths = []string{cfg.root + "/a/lock", cfg.root + "/b/lock", cfg.root + "/deep/c/lock"}
+	cfg.rwPath, cfg.semPath = cfg.root+"/rw/lock", cfg.root+"/sem"
 	return cfg
 }
 
@@ -457,16 +465,22 @@ func (tt *torture) worker(ctx context.Context, s *slot, w int) {
 		}
 		o := &op{tt: tt, s: s, c: c, who: fmt.Sprintf("c%d/w%d", s.idx, w), path: tt.cfg.paths[rng.IntN(len(tt.cfg.paths))], rng: rng}
 		switch n := rng.IntN(100); {
-		case n < 40:
+		case n < 30:
 			o.plain(ctx, "mutex")
-		case n < 55:
+		case n < 42:
 			o.reentrant(ctx)
-		case n < 70:
+		case n < 54:
 			o.plain(ctx, "try")
-		case n < 85:
+		case n < 64:
 			o.do(ctx)
-		default:
+		case n < 72:
 			o.singleton(ctx)
+		case n < 84:
+			o.rw(ctx, n < 80)
+		case n < 92:
+			o.semaphore(ctx)
+		default:
+			o.multi(ctx)
 		}
 		sleepCtx(ctx, randDur(rng, 0, 30*time.Millisecond))
 	}
@@ -619,6 +633,80 @@ func (o *op) plain(ctx context.Context, kind string) {
 	r := o.granted(kind, l, at, hold, "")
 	o.hold(ctx, l.Done(), hold)
 	o.release(r, l.Release)
+}
+
+// rw takes the RWMutex as a reader or a writer, holds and releases.
+func (o *op) rw(ctx context.Context, read bool) {
+	o.path = o.tt.cfg.rwPath
+	rw, err := o.c.NewRWMutex(o.path)
+	if err != nil {
+		o.tt.lg.violate("NewRWMutex(%s): %v", o.path, err)
+		return
+	}
+	kind, fn := "write", rw.AcquireWrite
+	if read {
+		kind, fn = "read", rw.AcquireRead
+	}
+	actx, cancel, dl := o.deadline(ctx)
+	defer cancel()
+	hold := o.holdTime()
+	l, at, err := o.acquire(actx, dl, kind, fn)
+	if err != nil {
+		return
+	}
+	r := o.granted(kind, l, at, hold, "")
+	r.shared = read
+	o.hold(ctx, l.Done(), hold)
+	o.release(r, l.Release)
+}
+
+// semaphore takes one of the Semaphore's leases, holds and releases.
+func (o *op) semaphore(ctx context.Context) {
+	o.path = o.tt.cfg.semPath
+	s, err := o.c.NewSemaphore(o.path, tortureSemLimit)
+	if err != nil {
+		o.tt.lg.violate("NewSemaphore(%s): %v", o.path, err)
+		return
+	}
+	actx, cancel, dl := o.deadline(ctx)
+	defer cancel()
+	hold := o.holdTime()
+	l, at, err := o.acquire(actx, dl, "semaphore", s.Acquire)
+	if err != nil {
+		return
+	}
+	r := o.granted("semaphore", l, at, hold, "")
+	r.limit = tortureSemLimit
+	o.hold(ctx, l.Done(), hold)
+	o.release(r, l.Release)
+}
+
+// multi takes two of the mutex paths, named in a random order, as one
+// MultiLock lease; each part is a holder of its path in the ledger.
+func (o *op) multi(ctx context.Context) {
+	i := o.rng.IntN(len(o.tt.cfg.paths))
+	j := (i + 1 + o.rng.IntN(len(o.tt.cfg.paths)-1)) % len(o.tt.cfg.paths)
+	ml, err := o.c.NewMultiLock(o.tt.cfg.paths[i], o.tt.cfg.paths[j])
+	if err != nil {
+		o.tt.lg.violate("NewMultiLock: %v", err)
+		return
+	}
+	actx, cancel, dl := o.deadline(ctx)
+	defer cancel()
+	hold := o.holdTime()
+	l, at, err := o.acquire(actx, dl, "multi", ml.Acquire)
+	if err != nil {
+		return
+	}
+	var recs []*leaseRec
+	for k, part := range l.Parts() {
+		o.path = ml.Paths()[k]
+		recs = append(recs, o.granted("multi", part, at, hold, ""))
+	}
+	o.hold(ctx, l.Done(), hold)
+	o.tt.lg.ended(recs[1], monoNow(), zklock.ErrReleased)
+	o.path = ml.Paths()[0]
+	o.release(recs[0], l.Release)
 }
 
 // reentrant takes a ReentrantMutex twice and releases it twice; the owner is
@@ -850,10 +938,11 @@ func (tt *torture) report() {
 	if v.margins > 0 {
 		margin = v.minMargin.Round(time.Millisecond).String()
 	}
-	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d acquisitions=%d mutex=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d child=%d "+
+	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d acquisitions=%d mutex=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d "+
 		"faults{%s} skipped=%d losses=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
 		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.reentrant"),
-		tt.counts.get("grant.try"), tt.counts.get("try.attempts"), tt.counts.get("grant.do"), tt.counts.get("grant.singleton"), tt.counts.get("grant.child"),
+		tt.counts.get("grant.try"), tt.counts.get("try.attempts"), tt.counts.get("grant.do"), tt.counts.get("grant.singleton"),
+		tt.counts.get("grant.read"), tt.counts.get("grant.write"), tt.counts.get("grant.semaphore"), tt.counts.get("grant.multi")/2, tt.counts.get("grant.child"),
 		strings.Join(faults, " "), skipped, v.losses, v.worst.Round(time.Millisecond), tt.lg.bound, margin, v.fenced, tt.counts.get("child.writes"),
 		tt.cpu.max, tt.cpu.maxCut, len(v.violations))
 	fmt.Println(line)
