@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // MultiLock takes several lock paths all or nothing, as one Lease. The paths
@@ -71,20 +72,27 @@ func (ml *MultiLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 	return newMultiLease(ml.c, parts), nil
 }
 
-// releaseAll releases parts in reverse order, each waited for until ctx ends
-// or the cleanup timeout passes; a delete not confirmed by then goes on in
-// the background. It returns the errors that say more than that: a loss, or
-// a refused delete.
+// releaseAll releases parts, all at once, and waits for their deletes up to
+// the cleanup timeout, whether or not ctx has ended: as for a waiter that
+// gives up, what was taken is gone when the caller returns, unless the
+// connection is down (the deletes then go on in the background). It returns
+// the errors that say more than that: a loss, or a refused delete.
 func releaseAll(ctx context.Context, c *Client, parts []*Lease) error {
-	var errs []error
-	for i := len(parts) - 1; i >= 0; i-- {
-		rctx, cancel := context.WithTimeout(ctx, c.opts.cleanupTimeout)
-		err := parts[i].Release(rctx)
-		cancel()
-		if err != nil && !errors.Is(err, ErrNotHeld) && classify(err) != errStop {
-			errs = append(errs, err)
-		}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.cleanupTimeout)
+	defer cancel()
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := p.Release(rctx)
+			if err != nil && !errors.Is(err, ErrNotHeld) && classify(err) != errStop {
+				errs[i] = err
+			}
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

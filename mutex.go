@@ -59,6 +59,7 @@ type ask struct {
 	style nodeStyle
 	rule  turnRule
 	slots int // a semaphore's N: wait with waitSlots, not rule
+	brief bool // held only for a moment (a semaphore's turnstile): no token read, no own-node watch
 }
 
 // exclusive is a mutex's ask for the caller of ctx.
@@ -115,7 +116,7 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if err := c.wait(ctx, q, a, children); err != nil {
 		return nil, c.giveUp(q, err)
 	}
-	if c.opts.watchOwnNode {
+	if c.opts.watchOwnNode && !a.brief {
 		q.startFetch() // unless confirmHead read the node already
 	}
 	if hook := testHookBeforeLease.Load(); hook != nil {

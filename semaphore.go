@@ -30,7 +30,7 @@ type Semaphore struct {
 	c     *Client
 	path  string
 	n     int
-	inner *Mutex
+	inner *Mutex // the turnstile
 }
 
 // ErrLimitMismatch reports a semaphore path whose stored limit differs from
@@ -77,13 +77,9 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) (*Lease, error) {
 	if err := s.checkLimit(ctx); err != nil {
 		return nil, err
 	}
-	var turnstile *Lease
-	var err error
-	if try {
-		turnstile, err = s.inner.TryAcquire(ctx)
-	} else {
-		turnstile, err = s.inner.Acquire(ctx)
-	}
+	ta := s.c.exclusive(ctx, s.inner.path, try)
+	ta.brief = true
+	turnstile, err := s.c.acquire(ctx, ta)
 	if err != nil {
 		return nil, err
 	}

@@ -214,7 +214,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"exec", "/a", "--", "no-such-command-zklock"}, exitNotFound, "", `cannot run "no-such-command-zklock": executable file not found`},
 		{[]string{"exec", "/a", "--", "/nonexistent/cmd"}, exitNotFound, "", `cannot run "/nonexistent/cmd"`},
 		{[]string{"status"}, exitUsage, "", "missing the lock path"},
-		{[]string{"status", "/a", "/b"}, exitUsage, "", "too many arguments: /b"},
+		{[]string{"status", "/a", "b"}, exitUsage, "", "must be absolute"},
+		{[]string{"status", "--json", "/a", "/b"}, exitUsage, "", "--json takes one lock path"},
+		{[]string{"exec", "--read", "--semaphore", "2", "/a", "--", "true"}, exitUsage, "", "exclude each other"},
+		{[]string{"exec", "--semaphore", "-1", "/a", "--", "true"}, exitUsage, "", "--semaphore must be positive"},
+		{[]string{"exec", "--write", "/a", "/b", "--", "true"}, exitUsage, "", "take one lock path"},
 		{[]string{"status", "/zookeeper/x"}, exitUsage, "", "reserved"},
 		{[]string{"server", "x"}, exitUsage, "", "server takes no arguments"},
 	} {
@@ -236,7 +240,7 @@ func TestParseArgs(t *testing.T) {
 	fs := execCmd.flagSet()
 	pos, err := parseExecArgs(fs, []string{"--timeout", "1s", "/p", "--try", "--", "ls", "-l", "--", "x"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"/p", "ls", "-l", "--", "x"}, pos)
+	require.Equal(t, []string{"/p", "--", "ls", "-l", "--", "x"}, pos, "the -- stays between the paths and the command")
 	require.True(t, flagValue[bool](fs, "try"))
 	require.Equal(t, time.Second, flagValue[time.Duration](fs, "timeout"))
 
@@ -244,6 +248,15 @@ func TestParseArgs(t *testing.T) {
 	pos, err = parseExecArgs(fs, []string{"/p", "ls", "-l"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"/p", "ls", "-l"}, pos)
+
+	fs = execCmd.flagSet()
+	pos, err = parseExecArgs(fs, []string{"/b", "--try", "/a", "--read", "--", "ls"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"/b", "/a", "--", "ls"}, pos, "several paths, flags between them")
+	require.True(t, flagValue[bool](fs, "try") && flagValue[bool](fs, "read"))
+	paths, argv := splitPaths(pos)
+	require.Equal(t, []string{"/b", "/a"}, paths)
+	require.Equal(t, []string{"ls"}, argv)
 
 	fs = statusCmd.flagSet()
 	pos, err = parseInterleaved(fs, []string{"/p", "--json", "--servers", "h:1"})

@@ -90,6 +90,11 @@ func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	if flagValue[bool](fs, "json") {
 		return usageError(stderr, "status", "--json takes one lock path")
 	}
+	for _, p := range pos {
+		if msg := badPath(p); msg != "" {
+			return usageError(stderr, "status", "%s", msg)
+		}
+	}
 	for i, p := range pos {
 		if i > 0 {
 			fmt.Fprintln(stdout)

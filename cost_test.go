@@ -1,0 +1,122 @@
+package zklock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// cost is what the server counted for a stretch of work.
+type cost struct{ writes, reads, events int64 }
+
+func costOf(t *testing.T, fn func()) cost {
+	t.Helper()
+	before := mntr(t)
+	fn()
+	after := mntr(t)
+	return cost{
+		writes: after.Int("zk_cnt_updatelatency") - before.Int("zk_cnt_updatelatency"),
+		reads:  after.Int("zk_cnt_readlatency") - before.Int("zk_cnt_readlatency"),
+		events: zktest.WatchEventsFired(before, after),
+	}
+}
+
+// acquireFn is one primitive's Acquire on a fresh path.
+type acquireFn func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error)
+
+var primitives = []struct {
+	name    string
+	acquire acquireFn
+	cycle   cost // one uncontended acquire + release, once the path exists
+	handOff cost // the holder's release and the next one's grant, with that one waiting
+}{
+	// A cycle: the create and the listing sent together, the own-node read
+	// (token and watch), the delete, whose own-node watch fires. A hand-off:
+	// the holder's delete, its own-node watch and the waiter's watch firing,
+	// the waiter's own-node read (it was next: no second listing).
+	{"mutex", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
+		return mustMutex(t, c, p).Acquire
+	}, cost{2, 2, 1}, cost{1, 1, 2}},
+	{"read", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
+		rw, err := c.NewRWMutex(p)
+		require.NoError(t, err)
+		return rw.AcquireRead
+	}, cost{2, 2, 1}, cost{}},
+	// The semaphore also reads the stored limit and passes through its
+	// turnstile mutex (create and listing, delete: a turnstile is held for a
+	// moment and has no token read or own-node watch). At a hand-off the
+	// waiter holds the turnstile and watches the leases' list: it lists
+	// again, reads its lease, and deletes the turnstile.
+	{"write", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
+		rw, err := c.NewRWMutex(p)
+		require.NoError(t, err)
+		return rw.AcquireWrite
+	}, cost{2, 2, 1}, cost{1, 1, 2}},
+	{"semaphore", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
+		s, err := c.NewSemaphore(p, 1)
+		require.NoError(t, err)
+		return s.Acquire
+	}, cost{4, 4, 1}, cost{2, 2, 2}},
+	// Two mutexes. At a hand-off the waiter waited on the first path and
+	// takes the second afresh.
+	{"multi-2", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
+		ml, err := c.NewMultiLock(p+"/x", p+"/y")
+		require.NoError(t, err)
+		return ml.Acquire
+	}, cost{4, 4, 2}, cost{3, 3, 3}},
+}
+
+// TestRequestCostPerPrimitive: the exact request cost, from the server's
+// counters, of each primitive's uncontended acquire+release cycle (the path
+// already exists) and of a hand-off (the holder's release until the waiter
+// behind it holds, its own-node read included). A reader never waits for
+// another reader, so it has no hand-off of its own (a writer's release to
+// readers is in TestRWMutexReleaseWakesExactlyWhomItFrees).
+func TestRequestCostPerPrimitive(t *testing.T) {
+	for _, pr := range primitives {
+		t.Run(pr.name, func(t *testing.T) {
+			p := lockPath(t)
+			c := connect(t, zklock.WithCleanupDelay(0))
+			acquire := pr.acquire(t, c, p)
+			cycle := func() {
+				l, err := acquire(ctxTimeout(t, 10*time.Second))
+				require.NoError(t, err)
+				tokenOf(l) // the own-node read is done
+				require.NoError(t, l.Release(context.Background()))
+			}
+			cycle() // the path exists from now on
+			assert.Equal(t, pr.cycle, costOf(t, cycle), "acquire + release")
+			if pr.handOff == (cost{}) {
+				return
+			}
+			holder, err := acquire(ctxTimeout(t, 10*time.Second))
+			require.NoError(t, err)
+			tokenOf(holder)
+			watches := mntr(t).WatchCount() // the holder's own-node watches
+			waiter := make(chan *zklock.Lease, 1)
+			other := pr.acquire(t, connect(t, zklock.WithCleanupDelay(0)), p)
+			go func() {
+				l, err := other(ctxTimeout(t, 20*time.Second))
+				assert.NoError(t, err)
+				if err == nil {
+					tokenOf(l)
+				}
+				waiter <- l
+			}()
+			eventually(t, "the waiter watches", func() bool { return mntr(t).WatchCount() > watches })
+			got := costOf(t, func() {
+				require.NoError(t, holder.Release(context.Background()))
+				l := <-waiter
+				require.NotNil(t, l)
+				t.Cleanup(func() { _ = l.Release(context.Background()) })
+			})
+			assert.Equal(t, pr.handOff, got, "hand-off")
+		})
+	}
+}
