@@ -58,7 +58,7 @@ type ask struct {
 	try   bool // never wait: ErrLocked unless it holds at once
 	style nodeStyle
 	rule  turnRule
-	slots int // a semaphore's N: wait with waitSlots, not rule
+	slots int  // a semaphore's N: wait with waitSlots, not rule
 	brief bool // held only for a moment (a semaphore's turnstile): no token read, no own-node watch
 }
 
