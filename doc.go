@@ -22,6 +22,13 @@
 // again after a loss. ReentrantMutex lets its owner (goroutine, or an owner
 // named with WithOwner) take the lock again.
 //
+// On the same core: RWMutex (readers share, a writer holds alone, served in
+// order so readers never starve a writer), Semaphore (at most N holders, the
+// limit stored with the path), and MultiLock (several paths, all or nothing,
+// taken in sorted order so overlapping sets never deadlock). Every primitive
+// returns the same Lease. WithMetrics reports waits, hold times, losses,
+// cleanups and retries to a Metrics hook.
+//
 // # Safety contract
 //
 // zklock never lets two sessions hold the same lock at once, as far as
@@ -44,7 +51,9 @@
 //
 // Lock nodes use the names of Curator's InterProcessMutex and go-zookeeper's
 // zk.Lock ("_c_<guid>-lock-<seq>"), and kazoo's "__lock__" nodes are counted
-// too, so those libraries and zklock exclude each other on one path.
+// too, so those libraries and zklock exclude each other on one path. RWMutex
+// writes Curator's read/write names (or kazoo's, with KazooNames), Semaphore
+// Curator's InterProcessSemaphoreV2 layout.
 //
 // # Inside
 //
@@ -53,15 +62,18 @@
 // listing in the same round trip; turn.go decides from a listing whether the
 // node holds and which one node it waits for; watch.go waits, watching only
 // that node, and confirms the node still exists before the lock is granted;
-// remove.go deletes the node on every path that gives it up; lease.go turns
+// remove.go deletes the node on every path that gives it up (mutex.go's ask
+// says what kind of node, and which turn rule, a primitive wants); lease.go turns
 // the node into a Lease, whose state (held, releasing, ended) and loss rule
 // live there with the monitor that applies them. request.go runs each
 // ZooKeeper request so a caller can stop waiting, sorts errors by what they
 // mean, and holds the one retry policy. session.go follows the ZooKeeper
 // session (events and a cross-check of the connection), wire.go times the
 // bytes on the connection (the loss clock), client.go holds Connect and
-// Close, options.go the options. mutex.go, reentrant.go and singleton.go are
-// the primitives on that core; parents.go creates lock paths and cleaner.go
+// Close, options.go the options. mutex.go, reentrant.go, singleton.go,
+// rwmutex.go, semaphore.go (with its wait on the leases' list) and
+// multilock.go (with its composite lease) are the primitives on that core;
+// metrics.go is the observation hook; parents.go creates lock paths and cleaner.go
 // removes empty ones; contenders.go lists a queue; path.go and owner.go are
 // the pure rules for names and node records.
 package zklock
