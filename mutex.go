@@ -110,8 +110,8 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	if children != nil {
-		c.opts.metrics.Queued(a.style.kind, countLockNodes(children))
+	if _, none := c.opts.metrics.(noMetrics); children != nil && !none {
+		c.opts.metrics.Queued(a.style.kind, countLockNodes(children)) // a parse of the queue: only when someone listens
 	}
 	if err := c.wait(ctx, q, a, children); err != nil {
 		return nil, c.giveUp(q, err)

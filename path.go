@@ -105,33 +105,50 @@ func parseSeq(name string) (int64, bool) {
 	return n.seq, ok
 }
 
-// parseNode reads a lock node name: the sequence after its last marker, and
+// parseNode reads a lock node name: the sequence after its marker, and
 // whether the marker is a reader's. A child that is not a lock node gives
 // false (foreign children are ignored, never fatal). The sequence is the 10
-// digits after the marker, read as an integer: names must never be compared
-// as strings (the GUID prefix would scramble order).
+// digits that end the name, right after a marker, read as an integer: names
+// must never be compared as strings (the GUID prefix would scramble order).
+// It looks only at the end of the name: every waiter parses the whole queue
+// on every wake-up, so this is the hot loop of a long queue.
 func parseNode(name string) (lockNode, bool) {
-	at, m, shared := -1, 0, false
+	digits := len(name) - seqDigits
+	if digits > 0 && name[digits-1] == '-' && !endsWithMarker(name[:digits]) {
+		digits-- // ZooKeeper's counter wrapped past 2^31: "-2147483648"
+	}
+	if digits < 0 {
+		return lockNode{}, false
+	}
+	at := -1
+	var shared bool
 	for _, mk := range markers {
-		if i := strings.LastIndex(name, mk.marker); i > at {
-			at, m, shared = i, len(mk.marker), mk.shared
+		if strings.HasSuffix(name[:digits], mk.marker) {
+			at, shared = digits, mk.shared
+			break
 		}
 	}
 	if at < 0 {
 		return lockNode{}, false
 	}
-	digits := name[at+m:]
-	if len(digits) != seqDigits && !(len(digits) == seqDigits+1 && digits[0] == '-') {
-		return lockNode{}, false
-	}
 	// ZooKeeper's counter is a signed 32-bit int printed with %010d: after
 	// 2^31 nodes it wraps to "-2147483648". Reading it back as unsigned keeps
 	// the wrapped names after the ones before the wrap.
-	n, err := strconv.ParseInt(digits, 10, 32)
-	if err != nil {
+	n, err := strconv.ParseInt(name[at:], 10, 32)
+	if err != nil || name[at] == '+' {
 		return lockNode{}, false
 	}
 	return lockNode{name: name, seq: int64(uint32(int32(n))), shared: shared}, true
+}
+
+// endsWithMarker reports whether s ends with one of the markers.
+func endsWithMarker(s string) bool {
+	for _, mk := range markers {
+		if strings.HasSuffix(s, mk.marker) {
+			return true
+		}
+	}
+	return false
 }
 
 // sortedLockNodes keeps the lock nodes among children, in queue order.

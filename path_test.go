@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -225,4 +226,44 @@ func zkAcceptsPath(p string) bool {
 		}
 	}
 	return true
+}
+
+// parseNodeByScan is parseNode as it was first written (the last marker
+// anywhere in the name, then exactly the digits after it): the reference
+// the faster parseNode must agree with.
+func parseNodeByScan(name string) (lockNode, bool) {
+	at, m, shared := -1, 0, false
+	for _, mk := range markers {
+		if i := strings.LastIndex(name, mk.marker); i > at {
+			at, m, shared = i, len(mk.marker), mk.shared
+		}
+	}
+	if at < 0 {
+		return lockNode{}, false
+	}
+	digits := name[at+m:]
+	if len(digits) != seqDigits && !(len(digits) == seqDigits+1 && digits[0] == '-') {
+		return lockNode{}, false
+	}
+	if strings.HasPrefix(digits, "+") {
+		return lockNode{}, false // ZooKeeper never writes a plus sign
+	}
+	n, err := strconv.ParseInt(digits, 10, 32)
+	if err != nil {
+		return lockNode{}, false
+	}
+	return lockNode{name: name, seq: int64(uint32(int32(n))), shared: shared}, true
+}
+
+func FuzzParseNodeAgreesWithScan(f *testing.F) {
+	for _, s := range []string{"_c_x-lock-0000000001", "x__lock__-2147483648", "a-lock-__READ__0000000009",
+		"__rlock__0000000001", "x-lease--000000001", "x-lock-+000000001", "-lock-", "x-lock-00000000011", "0000000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		want, wok := parseNodeByScan(name)
+		got, ok := parseNode(name)
+		require.Equal(t, wok, ok, "%q", name)
+		require.Equal(t, want, got, "%q", name)
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
 )
 
 func semOn(t *testing.T, p string, n int, opts ...zklock.Option) *zklock.Semaphore {
@@ -107,30 +108,40 @@ func TestSemaphoreLimitMismatch(t *testing.T) {
 	require.ErrorIs(t, err, zklock.ErrInvalidOption)
 }
 
-// A holder whose session ends frees its slot: the waiter gets it.
+// A holder cut off from ZooKeeper loses its lease, its session expires and
+// its slot goes to the waiter, which is granted only after the holder's Done
+// closed.
 func TestSemaphoreLostHolderFreesSlot(t *testing.T) {
+	const timeout = time.Second
 	p := lockPath(t)
-	c := connect(t)
-	s, err := c.NewSemaphore(p, 1)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	s, err := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(timeout)).NewSemaphore(p, 1)
 	require.NoError(t, err)
 	l, err := s.Acquire(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
-	waiting := make(chan error, 1)
+	waiting := make(chan time.Time, 1)
 	go func() {
 		wl, err := semOn(t, p, 1).Acquire(ctxTimeout(t, 30*time.Second))
-		if err == nil {
-			err = wl.Release(context.Background())
+		if assert.NoError(t, err) {
+			waiting <- time.Now()
+			assert.NoError(t, wl.Release(context.Background()))
 		}
-		waiting <- err
+		close(waiting)
 	}()
 	waitChildren(t, observer(t), p+"/locks", 1)
-	require.NoError(t, c.Close()) // the holder's process goes away
+	proxy.Stall() // the holder's process is cut off: its session expires
+	var lost time.Time
 	select {
 	case <-l.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("lease not ended by Close")
+		lost = time.Now()
+	case <-time.After(10 * time.Second):
+		t.Fatal("loss not noticed")
 	}
-	require.NoError(t, <-waiting)
+	require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+	granted, ok := <-waiting
+	require.True(t, ok, "the waiter got the slot")
+	assert.True(t, granted.After(lost), "the waiter was granted (%v) after the holder knew it had lost (%v)", granted, lost)
+	proxy.Resume()
 }
 
 // Giving up while waiting for a slot leaves neither a lease node nor a
