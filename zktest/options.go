@@ -61,6 +61,13 @@ func WithContainerCheck(d time.Duration) Option {
 	}
 }
 
+// WithForceSync keeps ZooKeeper's default fsync of every transaction log
+// write, as in production (the harness turns it off for speed): for
+// benchmarks whose writes should cost what they cost there.
+func WithForceSync() Option {
+	return func(c *config) { c.ForceSync = true }
+}
+
 // WithSystemProperty passes -Dkey=value to every server JVM (for example
 // zookeeper.extendedTypesEnabled=true to allow TTL nodes).
 func WithSystemProperty(key, value string) Option {

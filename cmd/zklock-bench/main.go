@@ -1,7 +1,8 @@
 // Command zklock-bench measures zklock beside go-zookeeper's zk.Lock and the
-// bare client, in one run on one ZooKeeper that it starts itself (or on the
-// servers in $ZKLOCK_TEST_SERVERS), so that ratios, not absolute times, carry
-// the result:
+// bare client, in one run on one ZooKeeper that it starts itself with
+// production's fsync of every write (or on the servers in
+// $ZKLOCK_TEST_SERVERS), so that ratios, not absolute times, carry the
+// result:
 //
 //	go run ./cmd/zklock-bench            # the table, the latency run and the cost curve
 //	go run ./cmd/zklock-bench -json      # the same, one JSON object per line
@@ -89,7 +90,7 @@ func allWorkloads(quick bool) []workload {
 
 func bench(ctx context.Context, cfg config, out io.Writer) error {
 	start := time.Now()
-	cluster, stop, err := zktest.StartMain(zktest.WithTickTime(500 * time.Millisecond))
+	cluster, stop, err := zktest.StartMain(zktest.WithTickTime(500*time.Millisecond), zktest.WithForceSync())
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,8 @@ func (s *Server) cfgPath() string { return filepath.Join(s.dir, "zoo.cfg") }
 // tests fast; the 4lw whitelist enables mntr/srvr/ruok; maxClientCnxns=0
 // lifts the default limit of 60 connections per IP, which tests from one
 // address can hit; forceSync=no skips fsync, which only protects against
-// power loss (a SIGKILLed server keeps everything in the page cache).
+// power loss (a SIGKILLed server keeps everything in the page cache), unless
+// Config.ForceSync asks for production's default (benchmarks).
 func (s *Server) writeConfig() error {
 	cfg := s.c.cfg
 	tickMs := cfg.Tick.Milliseconds()
@@ -31,7 +32,10 @@ func (s *Server) writeConfig() error {
 	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", s.clientPort)
 	b.WriteString("4lw.commands.whitelist=*\nadmin.enableServer=false\n")
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=60000\n", 2*tickMs)
-	b.WriteString("maxClientCnxns=0\nforceSync=no\npreAllocSize=4096\n")
+	b.WriteString("maxClientCnxns=0\npreAllocSize=4096\n")
+	if !cfg.ForceSync {
+		b.WriteString("forceSync=no\n")
+	}
 	if len(s.c.servers) > 1 {
 		for _, o := range s.c.servers {
 			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", o.id, o.quorumPort, o.electionPort)

@@ -50,6 +50,9 @@ type Config struct {
 	// ContainerCheck, when positive, is how often the servers delete empty
 	// container znodes (without rate limit).
 	ContainerCheck time.Duration
+	// ForceSync keeps ZooKeeper's default of an fsync per transaction log
+	// write (tests turn it off: it only protects against power loss).
+	ForceSync bool
 	// SysProps are passed to every server JVM as -Dkey=value.
 	SysProps [][2]string
 	// StartTimeout bounds start-up and Restart.
