@@ -24,8 +24,6 @@ type workload struct {
 	paths   int
 }
 
-func (w workload) contended() bool { return w.workers > w.paths }
-
 // cell is what one run of one kind on one workload measured.
 type cell struct {
 	Workload string  `json:"workload"`
