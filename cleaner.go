@@ -89,7 +89,9 @@ func (cl *cleaner) schedule(lockPath string) {
 }
 
 // clean deletes lockPath if it is empty, then its empty ancestors below the
-// root, stopping at the first node that is in use.
+// root, stopping at the first node that is in use. A missing node is passed
+// over: a create of the lock path that failed half-way leaves ancestors that
+// never had a child, which the server does not remove even as containers.
 func (cl *cleaner) clean(lockPath string) {
 	conn := cl.c.conn
 	for p := lockPath; cl.mayRemove(p, lockPath); p = path.Dir(p) {
@@ -97,7 +99,10 @@ func (cl *cleaner) clean(lockPath string) {
 			return
 		}
 		ok, stat, err := conn.Exists(p)
-		if err != nil || !ok || stat.NumChildren > 0 || stat.EphemeralOwner != 0 {
+		if err == nil && !ok {
+			continue
+		}
+		if err != nil || stat.NumChildren > 0 || stat.EphemeralOwner != 0 {
 			return
 		}
 		switch err := conn.Delete(p, stat.Version); {

@@ -213,11 +213,15 @@ func (c *Client) Close() error {
 		c.mu.Lock()
 		c.drained = true
 		c.mu.Unlock()
-		c.cleaner.close(ctx)
 		if c.ownConn {
 			// Waiters, lease monitors and background deletes, as long as the
-			// deadline allows; closing the session ends the rest.
+			// deadline allows (closing the session ends the rest), so that
+			// the deletes that finish schedule their cleanups before the
+			// cleaner runs them.
 			waitGroupCtx(ctx, &c.wg)
+		}
+		c.cleaner.close(ctx)
+		if c.ownConn {
 			c.closeConn()
 		}
 		c.wg.Wait()

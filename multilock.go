@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // MultiLock takes several lock paths all or nothing, as one Lease. The paths
@@ -61,24 +62,68 @@ func (ml *MultiLock) Acquire(ctx context.Context) (*Lease, error) { return ml.ac
 func (ml *MultiLock) TryAcquire(ctx context.Context) (*Lease, error) { return ml.acquire(ctx, true) }
 
 func (ml *MultiLock) acquire(ctx context.Context, try bool) (*Lease, error) {
+	for {
+		l, err := ml.acquireAll(ctx, try)
+		if !errors.Is(err, errPartLost) {
+			return l, err
+		}
+		// A part was lost (its session expired, say) while the later ones
+		// were taken: start again from the first path. Taking the lost one
+		// again now, out of order, could deadlock.
+		ml.c.log.Info("zklock: a multi-lock part was lost while taking the others; taking them all again", "paths", ml.Paths())
+	}
+}
+
+// errPartLost ends an attempt of MultiLock.acquire whose part ended before
+// the attempt was over.
+var errPartLost = errors.New("zklock: a part of the multi-lock was lost while taking the others")
+
+// acquireAll takes every path once, in order. The wait for a path ends as
+// soon as a part already taken ends, and a lease is made only of parts that
+// all still hold.
+func (ml *MultiLock) acquireAll(ctx context.Context, try bool) (*Lease, error) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	parts := make([]*Lease, 0, len(ml.mutexes))
+	fail := func(err error) (*Lease, error) {
+		if errors.Is(context.Cause(wctx), errPartLost) && ctx.Err() == nil {
+			err = errPartLost
+		}
+		rerr := releaseAll(ctx, ml.c, parts)
+		if errors.Is(err, errPartLost) {
+			return nil, err // the retry is what the caller sees
+		}
+		return nil, errors.Join(err, rerr)
+	}
 	for _, m := range ml.mutexes {
-		l, err := ml.c.acquire(ctx, ml.c.exclusive(ctx, m.path, try))
+		l, err := ml.c.acquire(wctx, ml.c.exclusive(wctx, m.path, try))
 		if err != nil {
-			return nil, errors.Join(err, releaseAll(ctx, ml.c, parts))
+			return fail(err)
 		}
 		parts = append(parts, l)
+		l.whenEnded(func(error) { cancel(errPartLost) }) // runs under the lease's lock: cancel does not block
+	}
+	for _, p := range parts {
+		if p.Err() != nil {
+			cancel(errPartLost)
+			return fail(errPartLost)
+		}
 	}
 	return newMultiLease(ml.c, parts), nil
 }
 
 // releaseAll releases parts, all at once, and waits for their deletes up to
-// the cleanup timeout, whether or not ctx has ended: as for a waiter that
-// gives up, what was taken is gone when the caller returns, unless the
-// connection is down (the deletes then go on in the background). It returns
-// the errors that say more than that: a loss, or a refused delete.
+// the cleanup timeout past ctx's deadline (or from now, without one): as for
+// a waiter that gives up, what was taken is gone when the caller returns,
+// unless the connection is down (the deletes then go on in the background),
+// and the caller returns within its deadline plus the cleanup timeout. It
+// returns the errors that say more than that: a loss, or a refused delete.
 func releaseAll(ctx context.Context, c *Client, parts []*Lease) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.cleanupTimeout)
+	end := time.Now().Add(c.opts.cleanupTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(c.opts.cleanupTimeout).Before(end) {
+		end = dl.Add(c.opts.cleanupTimeout)
+	}
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), end)
 	defer cancel()
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup

@@ -123,3 +123,37 @@ func TestMultiLockRejectsBadInput(t *testing.T) {
 	ml := multiOn(t, c, "/x/b", "/x/a", "/x/b")
 	assert.Equal(t, []string{"/x/a", "/x/b"}, ml.Paths())
 }
+
+// A part lost while the MultiLock waits for a later path (here: someone
+// deletes its node) makes the MultiLock start over from the first path: the
+// lease it returns holds every part.
+func TestMultiLockPartLostWhileWaitingStartsOver(t *testing.T) {
+	base := lockPath(t)
+	obs := observer(t)
+	a, b := base+"/a", base+"/b"
+	other, err := mustMutex(t, connect(t), b).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	ml := multiOn(t, connect(t), a, b)
+	got := make(chan acquired, 1)
+	go func() {
+		l, err := ml.Acquire(ctxTimeout(t, 30*time.Second))
+		got <- acquired{l, err}
+	}()
+	waitChildren(t, obs, b, 2) // it holds a and waits for b
+	first := lockChildren(t, obs, a)
+	require.Len(t, first, 1)
+	require.NoError(t, obs.Delete(a+"/"+first[0], -1))
+	eventually(t, "a taken again", func() bool {
+		again := lockChildren(t, obs, a)
+		return len(again) == 1 && again[0] != first[0]
+	})
+	require.NoError(t, other.Release(context.Background()))
+	r := <-got
+	require.NoError(t, r.err)
+	require.NoError(t, r.l.Err(), "every part holds")
+	for _, p := range r.l.Parts() {
+		require.NoError(t, p.Err())
+	}
+	require.NotEqual(t, a+"/"+first[0], r.l.Parts()[0].Node())
+	require.NoError(t, r.l.Release(context.Background()))
+}

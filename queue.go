@@ -145,6 +145,7 @@ func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan 
 			}
 			// The lock path does not exist yet, or a cleaner just removed it.
 			if err := c.ensureParents(ctx, q.path); err != nil {
+				c.cleaner.schedule(q.path) // the ancestors it did create
 				return createdNode{}, nil, err
 			}
 			continue
