@@ -286,7 +286,9 @@ func (l *Lease) endLocked(err error) {
 	l.state = leaseEnded
 	l.err = err
 	close(l.done)
-	l.c.opts.metrics.Ended(l.q.style.kind, time.Since(l.since), err)
+	if !l.q.brief {
+		l.c.opts.metrics.Ended(l.q.style.kind, time.Since(l.since), err)
+	}
 	for _, fn := range l.onEnd {
 		fn(err)
 	}

@@ -89,11 +89,17 @@ func TestMetricsHooks(t *testing.T) {
 		return len(s.cleaned) > 0
 	})
 
+	sem, err := c.NewSemaphore(p+"-sem", 2)
+	require.NoError(t, err)
+	sl, err := sem.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, sl.Release(context.Background()))
+
 	s := rec.snapshot()
-	assert.Equal(t, []string{"mutex:ok", "mutex:locked", "read:ok"}, s.acquired)
-	assert.Equal(t, []int{1, 2, 1}, s.queued, "the queue each Acquire joined, itself included")
-	assert.Equal(t, []string{"mutex:released", "read:node_deleted"}, s.ended)
-	assert.Equal(t, []string{p}, s.cleaned)
+	assert.Equal(t, []string{"mutex:ok", "mutex:locked", "read:ok", "semaphore:ok"}, s.acquired, "the semaphore's turnstile is not reported")
+	assert.Equal(t, []int{1, 2, 1, 1}, s.queued, "the queue each Acquire joined, itself included")
+	assert.Equal(t, []string{"mutex:released", "read:node_deleted", "semaphore:released"}, s.ended)
+	assert.Contains(t, s.cleaned, p)
 	assert.Zero(t, s.retried)
 }
 

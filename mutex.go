@@ -59,7 +59,7 @@ type ask struct {
 	style nodeStyle
 	rule  turnRule
 	slots int  // a semaphore's N: wait with waitSlots, not rule
-	brief bool // held only for a moment (a semaphore's turnstile): no token read, no own-node watch
+	brief bool // held only for a moment (a semaphore's turnstile): no token read, no own-node watch, no metrics
 }
 
 // exclusive is a mutex's ask for the caller of ctx.
@@ -79,7 +79,9 @@ func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 	defer c.wg.Done()
 	start := time.Now()
 	l, err := c.acquireQueued(ctx, a)
-	c.opts.metrics.Acquired(a.style.kind, time.Since(start), err)
+	if !a.brief {
+		c.opts.metrics.Acquired(a.style.kind, time.Since(start), err)
+	}
 	return l, err
 }
 
@@ -110,7 +112,7 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, none := c.opts.metrics.(noMetrics); children != nil && !none {
+	if _, none := c.opts.metrics.(noMetrics); children != nil && !none && !a.brief {
 		c.opts.metrics.Queued(a.style.kind, countLockNodes(children)) // a parse of the queue: only when someone listens
 	}
 	if err := c.wait(ctx, q, a, children); err != nil {

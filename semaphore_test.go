@@ -26,7 +26,7 @@ func semOn(t *testing.T, p string, n int, opts ...zklock.Option) *zklock.Semapho
 // slots get used.
 func TestSemaphoreNeverMoreThanN(t *testing.T) {
 	p := lockPath(t)
-	const n, workers, cycles = 3, 8, 12
+	const n, workers, cycles = 3, 8, 6
 	var inside, most atomic.Int32
 	var wg sync.WaitGroup
 	for range workers {
@@ -42,7 +42,7 @@ func TestSemaphoreNeverMoreThanN(t *testing.T) {
 				now := inside.Add(1)
 				for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
 				}
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // long enough for the others to fill every slot
 				inside.Add(-1)
 				assert.NoError(t, l.Release(context.Background()))
 			}
