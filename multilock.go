@@ -64,8 +64,11 @@ func (ml *MultiLock) TryAcquire(ctx context.Context) (*Lease, error) { return ml
 func (ml *MultiLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 	for {
 		l, err := ml.acquireAll(ctx, try)
-		if !errors.Is(err, errPartLost) {
+		switch {
+		case !errors.Is(err, errPartLost):
 			return l, err
+		case ctx.Err() != nil:
+			return nil, ctxErr(ctx) // no new attempt past the deadline
 		}
 		// A part was lost (its session expired, say) while the later ones
 		// were taken: start again from the first path. Taking the lost one

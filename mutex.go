@@ -97,6 +97,11 @@ func (c *Client) acquireQueued(ctx context.Context, a ask) (*Lease, error) {
 			return nil, ErrClosed
 		case !c.opts.requeue:
 			return nil, goneError(err, a.path)
+		case ctx.Err() != nil:
+			// The give-up of the node that went may have used the cleanup
+			// timeout past the deadline already: a new create would wait
+			// for its own outcome as long again.
+			return nil, ctxErr(ctx)
 		}
 		c.log.Info("zklock: queue node gone while waiting; queueing again at the back", "path", a.path, "why", err)
 	}
