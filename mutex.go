@@ -60,6 +60,8 @@ type ask struct {
 	rule  turnRule
 	slots int  // a semaphore's N: wait with waitSlots, not rule
 	brief bool // held only for a moment (a semaphore's turnstile): no token read, no own-node watch, no metrics
+	once  bool // report a vanished node instead of queueing again: the primitive decides (a semaphore's lease)
+	quiet bool // the primitive reports this Acquire to Metrics itself
 }
 
 // exclusive is a mutex's ask for the caller of ctx.
@@ -79,7 +81,7 @@ func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 	defer c.wg.Done()
 	start := time.Now()
 	l, err := c.acquireQueued(ctx, a)
-	if !a.brief {
+	if !a.brief && !a.quiet {
 		c.opts.metrics.Acquired(a.style.kind, time.Since(start), err)
 	}
 	return l, err
@@ -95,7 +97,7 @@ func (c *Client) acquireQueued(ctx context.Context, a ask) (*Lease, error) {
 			return l, err
 		case c.isClosed():
 			return nil, ErrClosed
-		case !c.opts.requeue:
+		case !c.opts.requeue, a.once:
 			return nil, goneError(err, a.path)
 		case ctx.Err() != nil:
 			// The give-up of the node that went may have used the cleanup

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -66,28 +67,68 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) { return s.acqu
 // otherwise it returns ErrLocked and leaves nothing behind.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) { return s.acquire(ctx, true) }
 
-// Holders lists the leases held or pending, in order.
+// Holders lists the leases held or pending, in order; the first N hold.
 func (s *Semaphore) Holders(ctx context.Context) ([]Contender, error) {
-	return s.c.Contenders(ctx, s.leasesPath())
+	cs, err := s.c.Contenders(ctx, s.leasesPath())
+	for i := range cs {
+		cs[i].Holder = i < s.n
+	}
+	return cs, err
 }
 
 func (s *Semaphore) leasesPath() string { return s.path + "/leases" }
 
 func (s *Semaphore) acquire(ctx context.Context, try bool) (*Lease, error) {
-	if err := s.checkLimit(ctx); err != nil {
-		return nil, err
+	start := time.Now()
+	l, err := s.acquireOrdered(ctx, try)
+	s.c.opts.metrics.Acquired(KindSemaphore, time.Since(start), err) // the whole call, turnstile included
+	return l, err
+}
+
+// errTurnstileLost ends a lease's wait whose turnstile ended first.
+var errTurnstileLost = errors.New("zklock: semaphore turnstile lost while waiting for a slot")
+
+// acquireOrdered takes the turnstile, then a lease, and lets the turnstile
+// go. A lease may only be queued by the turnstile's holder: one queued
+// without it (after an expiry, say) would land behind leases created later,
+// and a Curator peer, which counts leases instead of placing them, would
+// then wait for ever beside it. So when the lease's node or the turnstile
+// goes while the lease waits, everything is given up and taken again from
+// the turnstile (or the loss is reported, WithRequeueOnExpiry(false)).
+func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error) {
+	for {
+		if err := s.checkLimit(ctx); err != nil {
+			return nil, err
+		}
+		ta := s.c.exclusive(ctx, s.inner.path, try)
+		ta.brief = true
+		turnstile, err := s.c.acquire(ctx, ta)
+		if err != nil {
+			return nil, err
+		}
+		wctx, cancel := context.WithCancelCause(ctx)
+		turnstile.whenEnded(func(error) { cancel(errTurnstileLost) }) // under the lease's lock: cancel does not block
+		a := s.c.exclusive(wctx, s.leasesPath(), try)
+		a.style, a.slots, a.once, a.quiet = semaphoreLease, s.n, true, true
+		l, err := s.c.acquire(wctx, a)
+		lost := errors.Is(context.Cause(wctx), errTurnstileLost) && ctx.Err() == nil
+		_ = releaseAll(ctx, s.c, []*Lease{turnstile})
+		cancel(nil)
+		gone := errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrQueueNodeDeleted)
+		switch {
+		case err == nil:
+			return l, nil // granted: among the first N, whatever the turnstile does now
+		case !lost && !gone, errors.Is(err, ErrClosed):
+			return nil, err
+		case gone && !s.c.opts.requeue:
+			return nil, err
+		case !s.c.opts.requeue:
+			return nil, goneError(errNodeDeleted, s.inner.path) // the turnstile's node went
+		case ctx.Err() != nil:
+			return nil, ctxErr(ctx)
+		}
+		s.c.log.Info("zklock: semaphore lease or turnstile gone while waiting; taking the turnstile again", "path", s.path)
 	}
-	ta := s.c.exclusive(ctx, s.inner.path, try)
-	ta.brief = true
-	turnstile, err := s.c.acquire(ctx, ta)
-	if err != nil {
-		return nil, err
-	}
-	// The turnstile only orders the waiters; the lease alone is what is held.
-	defer func() { _ = releaseAll(ctx, s.c, []*Lease{turnstile}) }()
-	a := s.c.exclusive(ctx, s.leasesPath(), try)
-	a.style, a.slots = semaphoreLease, s.n
-	return s.c.acquire(ctx, a)
 }
 
 // slotsTurn is the rule of a semaphore of n permits: a lease holds while it

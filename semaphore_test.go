@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -156,4 +157,43 @@ func TestSemaphoreGiveUpLeavesNothing(t *testing.T) {
 	assert.Len(t, lockChildren(t, obs, p+"/leases"), 1)
 	assert.Empty(t, lockChildren(t, obs, p+"/locks"))
 	require.NoError(t, l.Release(context.Background()))
+}
+
+// A waiter whose session expires while it holds the turnstile queues on the
+// turnstile again, behind whoever queued there meanwhile (here a bare peer,
+// as Curator would be), never straight into the leases: a lease created
+// without the turnstile would jump that queue, and beside a Curator peer,
+// which counts leases, nobody would take the free slot.
+func TestSemaphoreWaiterRequeuesThroughTheTurnstile(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	held, err := semOn(t, p, 1).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	z, err := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(time.Second)).NewSemaphore(p, 1)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		l, err := z.Acquire(ctxTimeout(t, 30*time.Second))
+		if err == nil {
+			err = l.Release(context.Background())
+		}
+		done <- err
+	}()
+	waitChildren(t, obs, p+"/leases", 2) // Z holds the turnstile and waits for the slot
+	peer := observer(t)
+	peerTurn, err := peer.CreateProtectedEphemeralSequential(p+"/locks/lock-", nil, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+
+	proxy.Stall() // Z's session expires: its turnstile and lease go
+	eventually(t, "Z's nodes gone", func() bool {
+		return len(lockChildren(t, obs, p+"/locks")) == 1 && len(lockChildren(t, obs, p+"/leases")) == 1
+	})
+	proxy.Resume()
+	waitChildren(t, obs, p+"/locks", 2) // Z is back, behind the peer's turnstile node
+	assert.Len(t, lockChildren(t, obs, p+"/leases"), 1, "no lease without the turnstile")
+
+	require.NoError(t, peer.Delete(peerTurn, -1))
+	require.NoError(t, held.Release(context.Background()))
+	require.NoError(t, <-done)
 }
