@@ -25,7 +25,6 @@ var execCmd = &command{
 	name:    "exec",
 	summary: "run a command while holding a lock, waiting for its turn",
 	usage: `Usage: zklock exec [flags] <lock path> [--] <command> [args...]
-       zklock exec [flags] <lock path> <lock path>... -- <command> [args...]
 
 Exec waits for its turn on the lock at <lock path> (first come, first served,
 across every client of the path), runs the command while holding the lock,
@@ -33,10 +32,11 @@ releases it when the command exits, and exits with the command's status.
 
 By default the lock is exclusive. --read takes it as a reader of a
 read/write lock (readers share, writers exclude them), --write as its
-writer (needed to exclude Curator's and kazoo's readers, which do not treat
-a plain mutex as a writer), --semaphore N as one of N holders of a
-semaphore. With several lock paths (put -- before the command), exec takes
-all of them, in sorted order so that no two clients deadlock, as one lease.
+writer (needed to exclude Curator's readers, which do not treat a plain
+mutex as a writer; add --kazoo to name the nodes as kazoo does, whose
+readers recognise only kazoo's writers), --semaphore N as one of N holders
+of a semaphore. --and <lock path>, repeated, adds paths: exec takes all of
+them, in sorted order so that no two clients deadlock, as one lease.
 
 The command runs in its own process group, with these added to its
 environment:
@@ -81,7 +81,7 @@ Examples:
 	zklock exec --try /locks/report -- ./report.sh || echo "report already running"
 	zklock exec --read /locks/catalog -- ./export.sh
 	zklock exec --semaphore 4 /locks/encoders -- ./encode.sh input.mov
-	zklock exec /locks/db /locks/cache -- ./migrate.sh
+	zklock exec /locks/db --and /locks/cache -- ./migrate.sh
 `,
 	flags: func(fs *flag.FlagSet) {
 		addConnFlags(fs)
@@ -94,30 +94,16 @@ Examples:
 		fs.Bool("read", false, "take the lock as a reader of a read/write lock")
 		fs.Bool("write", false, "take the lock as the writer of a read/write lock")
 		fs.Int("semaphore", 0, "take one of `N` leases of a semaphore (0: an exclusive lock)")
+		fs.Bool("kazoo", false, "with --read or --write: name the nodes as kazoo's ReadLock and WriteLock do")
+		fs.Var(&pathList{}, "and", "also take the lock at this `path` (repeatable): all paths are taken together, as one lease")
 	},
 	parse: parseExecArgs,
 	run:   runExec,
 }
 
 // parseExecArgs takes flags before the lock path and between it and the
-// command; everything from the command on is the command's own. With a --,
-// everything before it is flags and lock paths, and the positional
-// arguments it returns keep the -- between the paths and the command.
+// command; everything from the command on is the command's own.
 func parseExecArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	if i := slices.Index(args, "--"); i >= 0 {
-		var paths []string
-		rest := args[:i]
-		for {
-			if err := fs.Parse(rest); err != nil {
-				return nil, err
-			}
-			if fs.NArg() == 0 {
-				break
-			}
-			paths, rest = append(paths, fs.Arg(0)), fs.Args()[1:]
-		}
-		return append(append(paths, "--"), args[i+1:]...), nil
-	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -130,6 +116,13 @@ func parseExecArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 	return append([]string{rest[0]}, fs.Args()...), nil
 }
+
+// pathList is the value of the repeatable --and flag.
+type pathList []string
+
+func (p *pathList) String() string     { return strings.Join(*p, ",") }
+func (p *pathList) Set(v string) error { *p = append(*p, v); return nil }
+func (p *pathList) Get() any           { return []string(*p) }
 
 // forwarded are the signals passed on to the command.
 var forwarded = map[os.Signal]string{
@@ -154,6 +147,7 @@ type execOpts struct {
 	verbose bool
 	read    bool
 	write   bool
+	kazoo   bool
 	permits int
 }
 
@@ -190,8 +184,11 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		read:    flagValue[bool](fset, "read"),
 		write:   flagValue[bool](fset, "write"),
 		permits: flagValue[int](fset, "semaphore"),
+		kazoo:   flagValue[bool](fset, "kazoo"),
 	}
-	o.paths, o.argv = splitPaths(pos)
+	if len(pos) > 0 {
+		o.paths, o.argv = append([]string{pos[0]}, flagValue[[]string](fset, "and")...), pos[1:]
+	}
 	if msg := o.check(); msg != "" {
 		return nil, usageError(stderr, "exec", "%s", msg)
 	}
@@ -210,18 +207,6 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		o.owner = filepath.Base(o.argv[0])
 	}
 	return o, exitOK
-}
-
-// splitPaths splits the positional arguments into lock paths and command:
-// at the -- if there is one, else after the first.
-func splitPaths(pos []string) (paths, argv []string) {
-	if i := slices.Index(pos, "--"); i >= 0 {
-		return pos[:i], pos[i+1:]
-	}
-	if len(pos) == 0 {
-		return nil, nil
-	}
-	return pos[:1], pos[1:]
 }
 
 // check validates the flags and the number of arguments; it returns a usage
@@ -243,7 +228,9 @@ func (o *execOpts) check() string {
 	case o.permits < 0:
 		return "--semaphore must be positive"
 	case kinds > 0 && len(o.paths) > 1:
-		return "--read, --write and --semaphore take one lock path; several paths are exclusive locks"
+		return "--read, --write and --semaphore take one lock path; paths added with --and are exclusive locks"
+	case o.kazoo && !o.read && !o.write:
+		return "--kazoo names read/write lock nodes: use it with --read or --write"
 	case o.conn.check() != "":
 		return o.conn.check()
 	case o.timeout < 0:
@@ -341,7 +328,11 @@ type acquireFunc func(context.Context) (*zklock.Lease, error)
 func (o *execOpts) primitive(c *zklock.Client) (acquire, try acquireFunc, err error) {
 	switch {
 	case o.read || o.write:
-		rw, err := c.NewRWMutex(o.paths[0])
+		var opts []zklock.RWOption
+		if o.kazoo {
+			opts = append(opts, zklock.KazooNames())
+		}
+		rw, err := c.NewRWMutex(o.paths[0], opts...)
 		if err != nil {
 			return nil, nil, err
 		}

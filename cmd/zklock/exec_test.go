@@ -252,12 +252,12 @@ func TestExecSemaphore(t *testing.T) {
 	require.NoError(t, l2.Release(context.Background()))
 }
 
-// TestExecSeveralPaths: exec takes every path, in sorted order, and
-// releases them all; --try fails if any is held, leaving the others free.
+// TestExecSeveralPaths: with --and, exec takes every path, in sorted order,
+// and releases them all; --try fails if any is held, leaving the others free.
 func TestExecSeveralPaths(t *testing.T) {
 	a, b := lockPath(t), lockPath(t)
 	c := connect(t)
-	code, out, errOut := runZK(t, 20*time.Second, "exec", b, a, "--", "sh", "-c", `echo "$ZKLOCK_PATH"`)
+	code, out, errOut := runZK(t, 20*time.Second, "exec", b, "--and", a, "--", "sh", "-c", `echo "$ZKLOCK_PATH"`)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, a+","+b, strings.TrimSpace(out))
 
@@ -265,13 +265,19 @@ func TestExecSeveralPaths(t *testing.T) {
 	require.NoError(t, err)
 	l, err := m.Acquire(context.Background())
 	require.NoError(t, err)
-	code, _, errOut = runZK(t, 20*time.Second, "exec", "--try", a, b, "--", "true")
+	code, _, errOut = runZK(t, 20*time.Second, "exec", "--try", a, "--and", b, "--", "true")
 	require.Equal(t, exitLocked, code, errOut)
 	require.Empty(t, contendersOf(t, c, a), "nothing left on the free path")
 	require.NoError(t, l.Release(context.Background()))
 
-	code, _, errOut = runZK(t, 20*time.Second, "exec", "--read", a, b, "--", "true")
+	code, _, errOut = runZK(t, 20*time.Second, "exec", "--read", a, "--and", b, "--", "true")
 	require.Equal(t, exitUsage, code, errOut)
-	code, _, errOut = runZK(t, 20*time.Second, "exec", a, "relative", "--", "true")
+	code, _, errOut = runZK(t, 20*time.Second, "exec", a, "--and", "relative", "--", "true")
 	require.Equal(t, exitUsage, code, errOut)
+
+	// Without --and, an absolute command before a later -- is the command,
+	// as it always was.
+	code, out, errOut = runZK(t, 20*time.Second, "exec", a, "/bin/echo", "--", "x")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "-- x", strings.TrimSpace(out))
 }

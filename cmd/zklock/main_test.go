@@ -218,7 +218,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"status", "--json", "/a", "/b"}, exitUsage, "", "--json takes one lock path"},
 		{[]string{"exec", "--read", "--semaphore", "2", "/a", "--", "true"}, exitUsage, "", "exclude each other"},
 		{[]string{"exec", "--semaphore", "-1", "/a", "--", "true"}, exitUsage, "", "--semaphore must be positive"},
-		{[]string{"exec", "--write", "/a", "/b", "--", "true"}, exitUsage, "", "take one lock path"},
+		{[]string{"exec", "--write", "/a", "--and", "/b", "--", "true"}, exitUsage, "", "take one lock path"},
+		{[]string{"exec", "--kazoo", "/a", "--", "true"}, exitUsage, "", "use it with --read or --write"},
 		{[]string{"status", "/zookeeper/x"}, exitUsage, "", "reserved"},
 		{[]string{"server", "x"}, exitUsage, "", "server takes no arguments"},
 	} {
@@ -240,7 +241,7 @@ func TestParseArgs(t *testing.T) {
 	fs := execCmd.flagSet()
 	pos, err := parseExecArgs(fs, []string{"--timeout", "1s", "/p", "--try", "--", "ls", "-l", "--", "x"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"/p", "--", "ls", "-l", "--", "x"}, pos, "the -- stays between the paths and the command")
+	require.Equal(t, []string{"/p", "ls", "-l", "--", "x"}, pos)
 	require.True(t, flagValue[bool](fs, "try"))
 	require.Equal(t, time.Second, flagValue[time.Duration](fs, "timeout"))
 
@@ -250,13 +251,10 @@ func TestParseArgs(t *testing.T) {
 	require.Equal(t, []string{"/p", "ls", "-l"}, pos)
 
 	fs = execCmd.flagSet()
-	pos, err = parseExecArgs(fs, []string{"/b", "--try", "/a", "--read", "--", "ls"})
+	pos, err = parseExecArgs(fs, []string{"/b", "--and", "/a", "--try", "--and", "/c", "--", "ls"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"/b", "/a", "--", "ls"}, pos, "several paths, flags between them")
-	require.True(t, flagValue[bool](fs, "try") && flagValue[bool](fs, "read"))
-	paths, argv := splitPaths(pos)
-	require.Equal(t, []string{"/b", "/a"}, paths)
-	require.Equal(t, []string{"ls"}, argv)
+	require.Equal(t, []string{"/b", "ls"}, pos)
+	require.Equal(t, []string{"/a", "/c"}, flagValue[[]string](fs, "and"))
 
 	fs = statusCmd.flagSet()
 	pos, err = parseInterleaved(fs, []string{"/p", "--json", "--servers", "h:1"})

@@ -23,9 +23,11 @@ var statusCmd = &command{
 Status lists everyone queued on the lock at <lock path>, holder first, in the
 order they will get it (several paths: one table each). A read/write lock
 shows every reader that holds as HOLDER; a semaphore's path lists its
-leases, the first N (its limit) as holders.
+leases, the first N (its limit) as holders, but not the contenders still
+queued on its turnstile (path/locks: give that path to see them).
 
-	POS     place in the queue; 0 holds the lock
+	POS     place in the queue (0 holds the lock; a read/write lock's
+	        readers and a semaphore's first N hold together)
 	ROLE    HOLDER or waiting; "(read)" marks a reader
 	NODE    the lock node (--json gives its full path)
 	TOKEN   the node's fencing token (ZKLOCK_TOKEN of 'zklock exec')
