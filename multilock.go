@@ -67,6 +67,8 @@ func (ml *MultiLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 		switch {
 		case !errors.Is(err, errPartLost):
 			return l, err
+		case !ml.c.opts.requeue:
+			return nil, err // WithRequeueOnExpiry(false): the loss is the caller's to see
 		case ctx.Err() != nil:
 			return nil, ctxErr(ctx) // no new attempt past the deadline
 		}
@@ -89,12 +91,12 @@ func (ml *MultiLock) acquireAll(ctx context.Context, try bool) (*Lease, error) {
 	defer cancel(nil)
 	parts := make([]*Lease, 0, len(ml.mutexes))
 	fail := func(err error) (*Lease, error) {
-		if errors.Is(context.Cause(wctx), errPartLost) && ctx.Err() == nil {
-			err = errPartLost
+		if cause := context.Cause(wctx); errors.Is(cause, errPartLost) && ctx.Err() == nil {
+			err = cause // errPartLost, wrapping why the part ended
 		}
 		rerr := releaseAll(ctx, ml.c, parts)
 		if errors.Is(err, errPartLost) {
-			return nil, err // the retry is what the caller sees
+			return nil, err // a new attempt, or the loss (requeue off), is what the caller sees
 		}
 		return nil, errors.Join(err, rerr)
 	}
@@ -104,12 +106,14 @@ func (ml *MultiLock) acquireAll(ctx context.Context, try bool) (*Lease, error) {
 			return fail(err)
 		}
 		parts = append(parts, l)
-		l.whenEnded(func(error) { cancel(errPartLost) }) // runs under the lease's lock: cancel does not block
+		path := m.path
+		l.whenEnded(func(why error) { // runs under the lease's lock: cancel does not block
+			cancel(fmt.Errorf("%w: %s: %w", errPartLost, path, why))
+		})
 	}
 	for _, p := range parts {
-		if p.Err() != nil {
-			cancel(errPartLost)
-			return fail(errPartLost)
+		if err := p.Err(); err != nil {
+			return fail(fmt.Errorf("%w: %s: %w", errPartLost, p.q.path, err))
 		}
 	}
 	return newMultiLease(ml.c, parts), nil
@@ -148,9 +152,22 @@ func releaseAll(ctx context.Context, c *Client, parts []*Lease) error {
 func newMultiLease(c *Client, parts []*Lease) *Lease {
 	l := &Lease{c: c, parts: parts, done: make(chan struct{})}
 	for _, p := range parts {
-		p.whenEnded(func(error) { l.closeMultiDone() })
+		p.whenEnded(func(why error) {
+			// A loss, Close, or a part released on its own ends the whole;
+			// during the lease's own Release, Done closes after the last part.
+			if !errors.Is(why, ErrReleased) || !l.multiReleasing() {
+				l.closeMultiDone()
+			}
+		})
 	}
 	return l
+}
+
+// multiReleasing reports a multi-lease whose Release is under way.
+func (l *Lease) multiReleasing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state == leaseReleasing
 }
 
 func (l *Lease) closeMultiDone() {
@@ -172,7 +189,8 @@ func (l *Lease) Parts() []*Lease {
 }
 
 // multiErr is Err for a multi-lease: nil while every part holds, else the
-// first part's end that is not a release, else ErrReleased.
+// end of the first part in path order that was not released, else
+// ErrReleased.
 func (l *Lease) multiErr() error {
 	var ended error
 	for _, p := range l.parts {
@@ -196,10 +214,13 @@ func (l *Lease) multiRelease(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	l.errClaimed = true
+	if l.state == leaseHeld {
+		l.state = leaseReleasing
+	}
 	l.mu.Unlock()
 	var errs []error
 	for i := len(l.parts) - 1; i >= 0; i-- {
-		if err := l.parts[i].Release(ctx); err != nil {
+		if err := l.parts[i].Release(ctx); err != nil && !errors.Is(err, ErrNotHeld) { // a part released on its own is let go already
 			errs = append(errs, err)
 		}
 	}

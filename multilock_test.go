@@ -157,3 +157,51 @@ func TestMultiLockPartLostWhileWaitingStartsOver(t *testing.T) {
 	require.NotEqual(t, a+"/"+first[0], r.l.Parts()[0].Node())
 	require.NoError(t, r.l.Release(context.Background()))
 }
+
+// WithRequeueOnExpiry(false): a part lost while the others are taken is
+// reported, not taken again.
+func TestMultiLockPartLostWithRequeueOffIsReported(t *testing.T) {
+	base := lockPath(t)
+	obs := observer(t)
+	a, b := base+"/a", base+"/b"
+	other, err := mustMutex(t, connect(t), b).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	ml := multiOn(t, connect(t, zklock.WithRequeueOnExpiry(false)), a, b)
+	got := make(chan error, 1)
+	go func() {
+		_, err := ml.Acquire(ctxTimeout(t, 30*time.Second))
+		got <- err
+	}()
+	waitChildren(t, obs, b, 2)
+	first := lockChildren(t, obs, a)
+	require.Len(t, first, 1)
+	require.NoError(t, obs.Delete(a+"/"+first[0], -1))
+	err = <-got
+	require.ErrorIs(t, err, zklock.ErrLockLost)
+	require.Contains(t, err.Error(), a)
+	assert.Len(t, lockChildren(t, obs, b), 1, "its place on b is given up")
+	require.NoError(t, other.Release(context.Background()))
+}
+
+// Done closes when the lease's own Release has let every part go, or as soon
+// as one part is released on its own.
+func TestMultiLockDoneAndPartReleases(t *testing.T) {
+	base := lockPath(t)
+	c := connect(t)
+	ml := multiOn(t, c, base+"/a", base+"/b")
+	l, err := ml.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background()))
+	<-l.Done()
+	require.ErrorIs(t, l.Err(), zklock.ErrReleased)
+
+	l, err = ml.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Parts()[1].Release(context.Background()))
+	select {
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a part released on its own did not end the whole")
+	}
+	require.NoError(t, l.Release(context.Background()), "the rest is released; the part already let go is no error")
+}
