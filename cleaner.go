@@ -102,8 +102,8 @@ func (cl *cleaner) clean(lockPath string) {
 		if err == nil && !ok {
 			continue
 		}
-		if err != nil || stat.NumChildren > 0 || stat.EphemeralOwner != 0 || stat.DataLength > 0 {
-			return // in use, or carrying someone's data (a semaphore's limit): not an empty lock path
+		if err != nil || stat.NumChildren > 0 || stat.EphemeralOwner != 0 {
+			return
 		}
 		switch err := conn.Delete(p, stat.Version); {
 		case err == nil:

@@ -175,7 +175,10 @@ func (c *Client) sendCreate(lockPath, prefix string, data []byte) (<-chan result
 	if c.wire == nil {
 		return created, nil
 	}
-	c.wire.waitWrite(written, 2*time.Millisecond)
+	// Usually the create is on the socket within microseconds; the cap only
+	// matters while go-zookeeper reconnects. A listing sent before the
+	// create would not see the node and cost a second listing.
+	c.wire.waitWrite(written, 20*time.Millisecond)
 	listed := goCall(c, func() ([]string, error) {
 		ch, _, err := c.conn.Children(lockPath)
 		return ch, err

@@ -97,13 +97,18 @@ var errTurnstileLost = errors.New("zklock: semaphore turnstile lost while waitin
 // the turnstile (or the loss is reported, WithRequeueOnExpiry(false)).
 func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error) {
 	for {
-		if err := s.checkLimit(ctx); err != nil {
-			return nil, err
-		}
 		ta := s.c.exclusive(ctx, s.inner.path, try)
 		ta.brief = true
 		turnstile, err := s.c.acquire(ctx, ta)
 		if err != nil {
+			return nil, err
+		}
+		// The limit is checked by the turnstile's holder: a cleaner may
+		// delete an unused semaphore path, limit included, and the next
+		// holder stores it again; no client with another N can slip in
+		// between its check and its lease.
+		if err := s.checkLimit(ctx); err != nil {
+			_ = releaseAll(ctx, s.c, []*Lease{turnstile})
 			return nil, err
 		}
 		wctx, cancel := context.WithCancelCause(ctx)

@@ -67,6 +67,10 @@ func TestSemaphoreIsFair(t *testing.T) {
 	}
 	_, err := semOn(t, p, 2).TryAcquire(ctxTimeout(t, 10*time.Second))
 	require.ErrorIs(t, err, zklock.ErrLocked)
+	hs, err := semOn(t, p, 2).Holders(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.Len(t, hs, 2)
+	assert.True(t, hs[0].Holder && hs[1].Holder, "both leases hold")
 
 	var mu sync.Mutex
 	var order []int
