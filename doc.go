@@ -61,7 +61,7 @@
 // (with a GUID, so a create whose reply is lost is found again) and sends the
 // listing in the same round trip; turn.go decides from a listing whether the
 // node holds and which one node it waits for; watch.go waits, watching only
-// that node, and confirms the node still exists before the lock is granted;
+// that node (or, for a semaphore's lease, the path's list), and confirms the node still exists before the lock is granted;
 // remove.go deletes the node on every path that gives it up (mutex.go's ask
 // says what kind of node, and which turn rule, a primitive wants); lease.go turns
 // the node into a Lease, whose state (held, releasing, ended) and loss rule
@@ -71,9 +71,10 @@
 // session (events and a cross-check of the connection), wire.go times the
 // bytes on the connection (the loss clock), client.go holds Connect and
 // Close, options.go the options. mutex.go, reentrant.go, singleton.go,
-// rwmutex.go, semaphore.go (with its wait on the leases' list) and
-// multilock.go (with its composite lease) are the primitives on that core;
-// metrics.go is the observation hook; parents.go creates lock paths and cleaner.go
+// rwmutex.go, semaphore.go and multilock.go (with its composite lease) are
+// the primitives on that core; watch.go also holds how each waits (on one
+// node, or on the path's list for a semaphore's lease); metrics.go is the
+// observation hook; parents.go creates lock paths and cleaner.go
 // removes empty ones; contenders.go lists a queue; path.go and owner.go are
 // the pure rules for names and node records.
 package zklock

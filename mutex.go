@@ -53,15 +53,15 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
 // ask is what one Acquire asks of the core: a node named in style under
 // path, holding when rule says so. Every primitive is an ask.
 type ask struct {
-	path  string
-	owner Owner
-	try   bool // never wait: ErrLocked unless it holds at once
-	style nodeStyle
-	rule  turnRule
-	slots int  // a semaphore's N: wait with waitSlots, not rule
-	brief bool // held only for a moment (a semaphore's turnstile): no token read, no own-node watch, no metrics
-	once  bool // report a vanished node instead of queueing again: the primitive decides (a semaphore's lease)
-	quiet bool // the primitive reports this Acquire to Metrics itself
+	path      string
+	owner     Owner
+	try       bool // never wait: ErrLocked unless it holds at once
+	style     nodeStyle
+	rule      turnRule
+	watchList bool // wait on the list of the path, not on the node rule names (a semaphore's lease)
+	brief     bool // held only for a moment (a semaphore's turnstile): no token read, no own-node watch, no metrics
+	once      bool // report a vanished node instead of queueing again: the primitive decides (a semaphore's lease)
+	quiet     bool // the primitive reports this Acquire to Metrics itself
 }
 
 // exclusive is a mutex's ask for the caller of ctx.
@@ -139,10 +139,11 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 
 // wait waits for q's turn by a's rule.
 func (c *Client) wait(ctx context.Context, q *queueNode, a ask, children []string) error {
-	if a.slots > 0 {
-		return c.waitSlots(ctx, q, a.slots, children, a.try)
+	var w watcher = nodeWatcher{c}
+	if a.watchList {
+		w = &listWatcher{c: c}
 	}
-	return c.waitTurn(ctx, q, a.rule, children, a.try)
+	return c.waitTurn(ctx, q, a.rule, w, children, a.try)
 }
 
 func countLockNodes(children []string) int {

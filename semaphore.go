@@ -114,7 +114,7 @@ func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error
 		wctx, cancel := context.WithCancelCause(ctx)
 		turnstile.whenEnded(func(error) { cancel(errTurnstileLost) }) // under the lease's lock: cancel does not block
 		a := s.c.exclusive(wctx, s.leasesPath(), try)
-		a.style, a.slots, a.once, a.quiet = semaphoreLease, s.n, true, true
+		a.style, a.rule, a.watchList, a.once, a.quiet = semaphoreLease, slotsTurn(s.n), true, true, true
 		l, err := s.c.acquire(wctx, a)
 		lost := errors.Is(context.Cause(wctx), errTurnstileLost) && ctx.Err() == nil
 		_ = releaseAll(ctx, s.c, []*Lease{turnstile})
@@ -144,87 +144,6 @@ func slotsTurn(n int) turnRule {
 			return true, -1
 		}
 		return false, me - n
-	}
-}
-
-// waitSlots waits, with one child watch on the leases path, until q is among
-// the first n leases. Only the turnstile holder waits here, so one release
-// wakes one waiter.
-func (c *Client) waitSlots(ctx context.Context, q *queueNode, n int, children []string, try bool) error {
-	r := c.retrier(ctx, q.sess)
-	rule := slotsTurn(n)
-	for {
-		var changed <-chan zk.Event
-		err := error(nil)
-		if children == nil {
-			children, changed, err = c.listWatch(ctx, q)
-		}
-		if err == nil {
-			t := readTurn(rule, children, q.name)
-			children = nil
-			switch {
-			case !t.present:
-				return c.goneReason(q)
-			case t.holds:
-				return nil // the listing was made after q existed
-			case try:
-				return ErrLocked
-			}
-			if changed != nil {
-				err = c.waitEvent(ctx, q, changed)
-			}
-		}
-		switch {
-		case err == nil, errors.Is(err, errLookAgain):
-		case errors.Is(err, errRetry):
-			if err := r.wait(); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-	}
-}
-
-// listWatch lists q's path and sets a child watch on it.
-func (c *Client) listWatch(ctx context.Context, q *queueNode) ([]string, <-chan zk.Event, error) {
-	type listing struct {
-		children []string
-		ch       <-chan zk.Event
-	}
-	l, err := call(ctx, c, func() (listing, error) {
-		children, _, ch, err := c.conn.ChildrenW(q.path)
-		return listing{children, ch}, err
-	})
-	switch kind := classify(err); {
-	case kind == errNone, kind == errStop:
-		return l.children, l.ch, err
-	case errors.Is(err, zk.ErrNoNode):
-		return nil, nil, c.goneReason(q)
-	case kind == errConnection:
-		return nil, nil, errRetry
-	case kind == errSession:
-		return nil, nil, errSessionOver
-	}
-	return nil, nil, fmt.Errorf("zklock: list %s: %w", q.path, err)
-}
-
-// waitEvent waits for a watch to fire, or for the wait to end.
-func (c *Client) waitEvent(ctx context.Context, q *queueNode, ch <-chan zk.Event) error {
-	select {
-	case ev := <-ch:
-		if ev.Type == zk.EventNotWatching && classify(ev.Err) == errSession {
-			return errSessionOver
-		}
-		return errLookAgain
-	case <-q.sess.lost:
-		return errSessionOver
-	case <-ctx.Done():
-		return ctxErr(ctx)
-	case <-c.closing:
-		return ErrClosed
-	case <-c.connEnded:
-		return errConnEnded
 	}
 }
 

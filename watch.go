@@ -24,12 +24,12 @@ var (
 //
 // With try set it never waits: ErrLocked if q does not hold at once.
 // errSessionOver or errNodeDeleted: q is gone.
-func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule turnRule, children []string, try bool) error {
+func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule turnRule, w watcher, children []string, try bool) error {
 	r := c.retrier(ctx, q.sess)
 	for {
 		var err error
 		if children == nil {
-			children, err = c.list(ctx, q)
+			children, err = w.list(ctx, q)
 		}
 		if err == nil {
 			t := readTurn(rule, children, q.name)
@@ -42,7 +42,7 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule turnRule, chil
 			case try:
 				return ErrLocked
 			}
-			err = c.waitPred(ctx, q, q.path+"/"+t.blocker, t.last)
+			err = w.wait(ctx, q, t) // nil only when the lock is q's
 		}
 		switch {
 		case errors.Is(err, errLookAgain):
@@ -56,23 +56,78 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule turnRule, chil
 	}
 }
 
-// list lists q's lock path.
-func (c *Client) list(ctx context.Context, q *queueNode) ([]string, error) {
-	children, err := call(ctx, c, func() ([]string, error) {
-		ch, _, err := c.conn.Children(q.path)
+// A watcher is how a waiter learns that its turn may have come. The rules
+// of the mutex family watch the one node that blocks them (nodeWatcher); a
+// semaphore's turnstile holder watches the list of leases (listWatcher).
+type watcher interface {
+	// list lists q's path.
+	list(ctx context.Context, q *queueNode) ([]string, error)
+	// wait returns once something that may change t happened
+	// (errLookAgain), or nil when it proves the lock is q's.
+	wait(ctx context.Context, q *queueNode, t turn) error
+}
+
+// nodeWatcher watches the one node a waiter waits for.
+type nodeWatcher struct{ c *Client }
+
+func (w nodeWatcher) list(ctx context.Context, q *queueNode) ([]string, error) {
+	children, err := call(ctx, w.c, func() ([]string, error) {
+		ch, _, err := w.c.conn.Children(q.path)
 		return ch, err
 	})
+	return children, w.c.listError(q, err)
+}
+
+func (w nodeWatcher) wait(ctx context.Context, q *queueNode, t turn) error {
+	return w.c.waitPred(ctx, q, q.path+"/"+t.blocker, t.last)
+}
+
+// listWatcher lists with a child watch and waits for it to fire: any lease
+// that leaves may free a slot. Only one waiter (the turnstile's holder)
+// watches, so a release still wakes one waiter.
+type listWatcher struct {
+	c       *Client
+	changed <-chan zk.Event // the watch of the last listing, if it set one
+}
+
+func (w *listWatcher) list(ctx context.Context, q *queueNode) ([]string, error) {
+	type listing struct {
+		children []string
+		ch       <-chan zk.Event
+	}
+	l, err := call(ctx, w.c, func() (listing, error) {
+		children, _, ch, err := w.c.conn.ChildrenW(q.path)
+		return listing{children, ch}, err
+	})
+	w.changed = l.ch
+	return l.children, w.c.listError(q, err)
+}
+
+func (w *listWatcher) wait(ctx context.Context, q *queueNode, _ turn) error {
+	ch := w.changed
+	w.changed = nil
+	if ch == nil {
+		return errLookAgain // the listing came without a watch (the one behind the create): list again
+	}
+	if _, err := w.c.nextEvent(ctx, q, ch); err != nil {
+		return err
+	}
+	return errLookAgain
+}
+
+// listError says what a failed listing of q's path means for the wait.
+func (c *Client) listError(q *queueNode, err error) error {
 	switch kind := classify(err); {
 	case kind == errNone, kind == errStop:
-		return children, err
+		return err
 	case errors.Is(err, zk.ErrNoNode):
-		return nil, c.goneReason(q) // the lock path is gone, so is q
+		return c.goneReason(q) // the lock path is gone, so is q
 	case kind == errConnection:
-		return nil, errRetry
+		return errRetry
 	case kind == errSession:
-		return nil, errSessionOver
+		return errSessionOver
 	}
-	return nil, fmt.Errorf("zklock: list %s: %w", q.path, err)
+	return fmt.Errorf("zklock: list %s: %w", q.path, err)
 }
 
 // waitPred watches pred, the node q waits for, until it changes. It returns
@@ -103,23 +158,33 @@ func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, last b
 	default:
 		return fmt.Errorf("zklock: watch %s: %w", pred, err)
 	}
+	ev, err := c.nextEvent(ctx, q, ch)
+	switch {
+	case err != nil:
+		return err
+	case ev.Type == zk.EventNodeDeleted && last:
+		return c.confirmHead(ctx, q)
+	}
+	return errLookAgain // a waiter ahead left, or data changed: look again
+}
+
+// nextEvent waits for a watch of q's to fire, or says why the wait ends
+// first.
+func (c *Client) nextEvent(ctx context.Context, q *queueNode, ch <-chan zk.Event) (zk.Event, error) {
 	select {
 	case ev := <-ch:
-		switch {
-		case ev.Type == zk.EventNodeDeleted && last:
-			return c.confirmHead(ctx, q)
-		case ev.Type == zk.EventNotWatching && classify(ev.Err) == errSession:
-			return errSessionOver
+		if ev.Type == zk.EventNotWatching && classify(ev.Err) == errSession {
+			return ev, errSessionOver
 		}
-		return errLookAgain // a waiter ahead left, or data changed: look again
+		return ev, nil
 	case <-q.sess.lost:
-		return errSessionOver
+		return zk.Event{}, errSessionOver
 	case <-ctx.Done():
-		return ctxErr(ctx)
+		return zk.Event{}, ctxErr(ctx)
 	case <-c.closing:
-		return ErrClosed
+		return zk.Event{}, ErrClosed
 	case <-c.connEnded:
-		return errConnEnded
+		return zk.Event{}, errConnEnded
 	}
 }
 
