@@ -623,6 +623,12 @@ func (o *op) plain(ctx context.Context, kind string) {
 		fn = m.TryAcquire
 		o.tt.counts.add("try.attempts")
 	}
+	o.cycle(ctx, kind, fn, func(*leaseRec) {})
+}
+
+// cycle acquires with fn under a drawn deadline, records the lease (mark
+// says what kind of holder it is), holds it and releases it.
+func (o *op) cycle(ctx context.Context, kind string, fn func(context.Context) (*zklock.Lease, error), mark func(*leaseRec)) {
 	actx, cancel, dl := o.deadline(ctx)
 	defer cancel()
 	hold := o.holdTime()
@@ -631,6 +637,7 @@ func (o *op) plain(ctx context.Context, kind string) {
 		return
 	}
 	r := o.granted(kind, l, at, hold, "")
+	mark(r)
 	o.hold(ctx, l.Done(), hold)
 	o.release(r, l.Release)
 }
@@ -647,17 +654,7 @@ func (o *op) rw(ctx context.Context, read bool) {
 	if read {
 		kind, fn = "read", rw.AcquireRead
 	}
-	actx, cancel, dl := o.deadline(ctx)
-	defer cancel()
-	hold := o.holdTime()
-	l, at, err := o.acquire(actx, dl, kind, fn)
-	if err != nil {
-		return
-	}
-	r := o.granted(kind, l, at, hold, "")
-	r.shared = read
-	o.hold(ctx, l.Done(), hold)
-	o.release(r, l.Release)
+	o.cycle(ctx, kind, fn, func(r *leaseRec) { r.shared = read })
 }
 
 // semaphore takes one of the Semaphore's leases, holds and releases.
@@ -668,17 +665,7 @@ func (o *op) semaphore(ctx context.Context) {
 		o.tt.lg.violate("NewSemaphore(%s): %v", o.path, err)
 		return
 	}
-	actx, cancel, dl := o.deadline(ctx)
-	defer cancel()
-	hold := o.holdTime()
-	l, at, err := o.acquire(actx, dl, "semaphore", s.Acquire)
-	if err != nil {
-		return
-	}
-	r := o.granted("semaphore", l, at, hold, "")
-	r.limit = tortureSemLimit
-	o.hold(ctx, l.Done(), hold)
-	o.release(r, l.Release)
+	o.cycle(ctx, "semaphore", s.Acquire, func(r *leaseRec) { r.limit = tortureSemLimit })
 }
 
 // multi takes two of the mutex paths, named in a random order, as one
