@@ -112,7 +112,7 @@ func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan 
 	data := q.owner.marshal()
 	r := c.retrier(ctx, q.sess)
 	for {
-		created, listed := c.sendCreate(q.path, prefix, data)
+		created, listed := c.sendCreate(q.path, prefix, q.guid, data)
 		var res result[createdNode]
 		select {
 		case res = <-created:
@@ -161,10 +161,10 @@ func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan 
 // the listing right behind it: ZooKeeper runs one session's requests in
 // order, so the listing sees the new node, and both replies come back in one
 // round trip.
-func (c *Client) sendCreate(lockPath, prefix string, data []byte) (<-chan result[createdNode], <-chan result[[]string]) {
-	var written uint64
+func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte) (<-chan result[createdNode], <-chan result[[]string]) {
+	var written <-chan struct{}
 	if c.wire != nil {
-		written = c.wire.writeCount()
+		written = c.wire.expect(guid)
 	}
 	created := goCall(c, func() (createdNode, error) {
 		name, err := c.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.opts.acl)
@@ -177,8 +177,15 @@ func (c *Client) sendCreate(lockPath, prefix string, data []byte) (<-chan result
 	}
 	// Usually the create is on the socket within microseconds; the cap only
 	// matters while go-zookeeper reconnects. A listing sent before the
-	// create would not see the node and cost a second listing.
-	c.wire.waitWrite(written, 20*time.Millisecond)
+	// create would not see the node and cost a second listing, which is why
+	// the wait is for this create's packet, not for any of the client's.
+	t := time.NewTimer(20 * time.Millisecond)
+	select {
+	case <-written:
+	case <-t.C:
+		c.wire.forget(guid)
+	}
+	t.Stop()
 	listed := goCall(c, func() ([]string, error) {
 		ch, _, err := c.conn.Children(lockPath)
 		return ch, err

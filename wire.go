@@ -1,11 +1,13 @@
 package zklock
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -25,14 +27,14 @@ type wire struct {
 	ctx    context.Context    // cancelled by shutdown: dials end
 	cancel context.CancelFunc // shutdown
 
-	mu      sync.Mutex
-	conns   map[*wireConn]struct{} // open connections, closed by shutdown
-	closed  bool
-	lastErr error         // why the newest connection failed, for Connect's error
-	writes  uint64        // packets written, over all connections
-	written chan struct{} // closed and cleared on the next write; nil if nobody waits
-	contact int64         // send time (ns since epoch) of the newest request the server answered
-	granted time.Duration // session timeout from the newest connect response
+	mu       sync.Mutex
+	conns    map[*wireConn]struct{} // open connections, closed by shutdown
+	closed   bool
+	lastErr  error         // why the newest connection failed, for Connect's error
+	writes   uint64        // packets written, over all connections
+	expected []expectation // packets awaited by what they carry
+	contact  int64         // send time (ns since epoch) of the newest request the server answered
+	granted  time.Duration // session timeout from the newest connect response
 }
 
 func newWire() *wire {
@@ -96,31 +98,47 @@ func (w *wire) lastError() error {
 	return w.lastErr
 }
 
-// writeCount and waitWrite let a caller know that a request it queued has
-// left: waitWrite returns once more than n packets were written, or after max.
+// writeCount is how many packets were written.
 func (w *wire) writeCount() uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.writes
 }
 
-func (w *wire) waitWrite(n uint64, max time.Duration) {
+// expectation is a packet awaited by a caller: the first one written that
+// contains marker closes seen.
+type expectation struct {
+	marker []byte
+	seen   chan struct{}
+}
+
+// expect lets a caller know that a request it queued has left: the returned
+// channel is closed when a packet containing marker (a create's GUID, which
+// its path carries) is written. Another request of the client written
+// meanwhile does not count. forget withdraws it.
+func (w *wire) expect(marker string) <-chan struct{} {
+	e := expectation{[]byte(marker), make(chan struct{})}
 	w.mu.Lock()
-	if w.writes > n {
-		w.mu.Unlock()
-		return
-	}
-	if w.written == nil {
-		w.written = make(chan struct{})
-	}
-	ch := w.written
+	w.expected = append(w.expected, e)
 	w.mu.Unlock()
-	t := time.NewTimer(max)
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
-	}
+	return e.seen
+}
+
+func (w *wire) forget(marker string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.expected = slices.DeleteFunc(w.expected, func(e expectation) bool { return string(e.marker) == marker })
+}
+
+// sawWrite closes the expectations p fulfils; w.mu is held.
+func (w *wire) sawWrite(p []byte) {
+	w.expected = slices.DeleteFunc(w.expected, func(e expectation) bool {
+		if !bytes.Contains(p, e.marker) {
+			return false
+		}
+		close(e.seen)
+		return true
+	})
 }
 
 // lastContact returns the latest moment the server is known to have heard
@@ -165,9 +183,8 @@ func (c *wireConn) Write(p []byte) (int, error) {
 	w := c.w
 	w.mu.Lock()
 	w.writes++
-	if w.written != nil {
-		close(w.written)
-		w.written = nil
+	if len(w.expected) > 0 {
+		w.sawWrite(p)
 	}
 	w.mu.Unlock()
 	return c.Conn.Write(p)

@@ -364,3 +364,35 @@ func TestPureWireOneSocketReadPerReply(t *testing.T) {
 	}
 	assert.Equal(t, 1, sc.reads)
 }
+
+// expect waits for the packet that carries its marker, not for any packet
+// of the client: a read written meanwhile does not count.
+func TestPureWireExpectWaitsForItsOwnPacket(t *testing.T) {
+	w := newWire()
+	c := &wireConn{Conn: &scriptedConn{}, w: w}
+	seen := w.expect("guid-1")
+	_, err := c.Write([]byte("getData /a/_c_guid-0-lock-0000000001"))
+	require.NoError(t, err)
+	select {
+	case <-seen:
+		t.Fatal("another packet fulfilled the expectation")
+	default:
+	}
+	_, err = c.Write([]byte("create /a/_c_guid-1-lock-"))
+	require.NoError(t, err)
+	select {
+	case <-seen:
+	default:
+		t.Fatal("the create's packet did not fulfil it")
+	}
+	other := w.expect("guid-2")
+	w.forget("guid-2")
+	_, err = c.Write([]byte("create /a/_c_guid-2-lock-"))
+	require.NoError(t, err)
+	select {
+	case <-other:
+		t.Fatal("a forgotten expectation was fulfilled")
+	default:
+	}
+	assert.Empty(t, w.expected)
+}
