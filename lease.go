@@ -285,10 +285,10 @@ func (l *Lease) endOnClose() bool {
 func (l *Lease) endLocked(err error) {
 	l.state = leaseEnded
 	l.err = err
-	close(l.done)
-	if !l.q.brief {
+	if !l.q.brief { // before Done closes: whoever waits on Done finds the end counted
 		l.c.opts.metrics.Ended(l.q.style.kind, time.Since(l.since), err)
 	}
+	close(l.done)
 	for _, fn := range l.onEnd {
 		fn(err)
 	}
