@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,24 +48,34 @@ type Client struct {
 	cleaner    *cleaner
 }
 
-// Connect dials ZooKeeper and returns once a session is established or ctx
-// ends. Close the client to end the session. Connect returns within about a
-// second of ctx's deadline whatever the server does (it may accept the
-// connection and never answer, or answer with something that is not
-// ZooKeeper).
+// Connect dials ZooKeeper and returns once a session is established, or
+// fails when ctx ends or the connect timeout (WithConnectTimeout, default
+// DefaultConnectTimeout) passes, whichever comes first, whatever the server
+// does (it may refuse the connection, accept it and never answer, or answer
+// with something that is not ZooKeeper). That error matches ErrUnreachable
+// and names the last cause. A malformed server list fails at once with
+// ErrInvalidOption, as does a WithFollowerLag too large for the session
+// timeout the server granted. Close the client to end the session.
+//
+// Each entry of servers is host:port (port 2181 if omitted), or several such
+// addresses separated by commas.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
-	if len(servers) == 0 {
-		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
+	addrs, err := parseServers(servers)
+	if err != nil {
+		return nil, err
 	}
 	o, err := buildOptions(opts)
 	if err != nil {
 		return nil, err
 	}
+	cctx, cancel := context.WithTimeoutCause(ctx, o.connectTimeout,
+		fmt.Errorf("no session within the connect timeout %v", o.connectTimeout))
+	defer cancel()
 	w := newWire()
 	// The callback sees every event (the channel drops some when full); it
 	// may fire before Connect has built the client.
 	var client atomic.Pointer[Client]
-	conn, events, err := zk.Connect(servers, o.sessionTimeout,
+	conn, events, err := zk.Connect(addrs, o.sessionTimeout,
 		zk.WithDialer(w.dial),
 		zk.WithLogger(slogAdapter{o.logger}),
 		zk.WithLogInfo(false),
@@ -78,18 +90,51 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	c := newClient(conn, true, w, o)
 	client.Store(c)
 	go c.eventLoop(events, false)
-	_, err = c.liveSession(ctx)
+	_, err = c.liveSession(cctx)
 	if err == nil {
-		err = c.addAuth(ctx)
+		err = c.checkFollowerLag()
+	}
+	if err == nil {
+		err = c.addAuth(cctx)
 	}
 	if err != nil {
+		cause := w.diagnose() // before Close shuts the wire
 		c.Close()
-		if werr := w.lastError(); werr != nil {
-			return nil, fmt.Errorf("%w (last connection error: %w)", err, werr)
-		}
-		return nil, err
+		return nil, connectError(addrs, err, cause)
 	}
 	return c, nil
+}
+
+// connectError says why Connect failed: where it tried, what ended the wait,
+// and the last thing the connection saw (a dial error, a reply that is not
+// ZooKeeper's, silence).
+func connectError(addrs []string, err, cause error) error {
+	if !errors.Is(err, ErrUnreachable) {
+		return err
+	}
+	where := strings.Join(addrs, ",")
+	if cause == nil {
+		return fmt.Errorf("%w (%s)", err, where)
+	}
+	return fmt.Errorf("%w (%s; last connection error: %w)", err, where, cause)
+}
+
+// checkFollowerLag refuses a WithFollowerLag that leaves a lease too little
+// of the granted session timeout: the client pings every third of it, so a
+// window shorter than that would presume healthy leases lost.
+func (c *Client) checkFollowerLag() error {
+	if c.wire == nil || c.opts.followerLag == 0 {
+		return nil
+	}
+	_, granted := c.wire.lastContact()
+	if granted <= 0 {
+		granted = c.opts.sessionTimeout
+	}
+	if limit := granted * 2 / 5; c.opts.followerLag >= limit {
+		return fmt.Errorf("%w: follower lag %v leaves no time to hold a lease: the server granted a session timeout of %v, and the lag must stay below 40 %% of it (%v)",
+			ErrInvalidOption, c.opts.followerLag, granted, limit)
+	}
+	return nil
 }
 
 // addAuth gives the session the client's credentials, under ctx, trying
@@ -184,8 +229,9 @@ func (c *Client) isClosed() bool { return isDone(c.closing) }
 // it, and waits for zklock's goroutines. It is idempotent and returns nil.
 //
 // Close takes at most about the cleanup timeout (WithCleanupTimeout) plus a
-// second when it owns the connection, whatever state the connection is in:
-// deletes that cannot finish by then (the server is unreachable) are
+// second when it owns the connection, whatever state the connection is in,
+// and about a second when the client has no working connection (or its
+// leases are already presumed lost): deletes that cannot finish by then are
 // abandoned by closing the session, which removes every ephemeral node it
 // holds once the server sees it gone. On a connection the caller brought
 // (NewClient), Close waits for those deletes until they finish or the session
@@ -199,14 +245,20 @@ func (c *Client) Close() error {
 			leases = append(leases, l)
 		}
 		c.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.cleanupTimeout)
+		// Without an answering server, nothing is waited for: closing the
+		// session is what removes its nodes then.
+		wait := c.opts.cleanupTimeout
+		if c.ownConn && !c.answering() {
+			wait = 0
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		for _, l := range leases {
 			if !l.endOnClose() {
 				continue
 			}
 			c.forgetLease(l)
-			if _, err := c.removeWithin(ctx, l.q); err != nil {
+			if _, err := c.removeWithin(ctx, l.q, nil); err != nil && classify(err) != errStop {
 				c.log.Warn("zklock: removing a lease's node on close", "node", l.Node(), "err", err)
 			}
 		}

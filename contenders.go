@@ -24,7 +24,8 @@ type Contender struct {
 // queue order, with who they are. Nodes written by Curator, go-zookeeper's
 // zk.Lock and kazoo are listed too, with their raw data. A lock path that does
 // not exist has no contenders. For a Semaphore's path it lists the leases,
-// the first N (the limit stored with the path) as holders.
+// the first N (the limit stored with the path) as holders. It returns by
+// ctx's end or the session timeout, whichever comes first.
 func (c *Client) Contenders(ctx context.Context, path string) ([]Contender, error) {
 	if err := validatePath(path); err != nil {
 		return nil, err
@@ -33,6 +34,8 @@ func (c *Client) Contenders(ctx context.Context, path string) ([]Contender, erro
 		return nil, ErrClosed
 	}
 	defer c.wg.Done()
+	ctx, cancel := c.answerBound(ctx)
+	defer cancel()
 	cs, err := c.contenders(ctx, path)
 	if err != nil || len(cs) > 0 {
 		return cs, err

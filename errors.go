@@ -36,4 +36,11 @@ var (
 	ErrQueueNodeDeleted = errors.New("zklock: queue node deleted by someone else while waiting")
 	// ErrInvalidOption reports an option value that cannot work.
 	ErrInvalidOption = errors.New("zklock: invalid option")
+	// ErrUnreachable reports a call that ended because ZooKeeper could not be
+	// reached or did not answer in time: Connect found no server that gave it
+	// a session, or a call's deadline passed while the client had no working
+	// connection. It is joined with the cause (the last dial error, or the
+	// context's error, so errors.Is(err, context.DeadlineExceeded) still
+	// holds), never with ErrLocked: an outage is not contention.
+	ErrUnreachable = errors.New("zklock: ZooKeeper unreachable")
 )

@@ -153,8 +153,11 @@ func (l *Lease) presumeLost() { l.presumeOnce.Do(func() { close(l.presumed) }) }
 
 // Release gives the lock up: it deletes the node and closes Done. A second
 // Release returns ErrNotHeld. Releasing a lease that was lost returns its loss
-// error. If ctx ends before the delete is confirmed, Release returns ctx's
-// error; the lease is over all the same, and the delete goes on in the
+// error, and so does a Release during which the lease is lost: when
+// ZooKeeper does not answer, Release returns the loss (ErrLockLost) by the
+// time the lease must be presumed lost, even with context.Background(). If
+// ctx ends before the delete is confirmed, Release returns ctx's error. In
+// both cases the lease is over all the same, and the delete goes on in the
 // background until the node or its session is gone. If the server refuses
 // the delete (an ACL without delete permission, say), Release returns that
 // error and the lease stays held, and watched, so Release can be tried again.
@@ -165,8 +168,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	if err := l.beginRelease(); err != nil {
 		return err
 	}
-	how, err := l.c.removeWithin(ctx, l.q)
+	how, err := l.c.removeWithin(ctx, l.q, l.done)
 	switch {
+	case errors.Is(err, errLeaseEnded):
+		return l.endRelease(removedUnknown) // the loss; the delete goes on in the background
 	case classify(err) == errStop:
 		l.endRelease(removedUnknown) // the delete goes on in the background
 		return err

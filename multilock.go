@@ -62,6 +62,11 @@ func (ml *MultiLock) Acquire(ctx context.Context) (*Lease, error) { return ml.ac
 func (ml *MultiLock) TryAcquire(ctx context.Context) (*Lease, error) { return ml.acquire(ctx, true) }
 
 func (ml *MultiLock) acquire(ctx context.Context, try bool) (*Lease, error) {
+	if try {
+		var cancel context.CancelFunc
+		ctx, cancel = ml.c.answerBound(ctx)
+		defer cancel()
+	}
 	for {
 		l, err := ml.acquireAll(ctx, try)
 		switch {
@@ -130,6 +135,9 @@ func releaseAll(ctx context.Context, c *Client, parts []*Lease) error {
 	if dl, ok := ctx.Deadline(); ok && dl.Add(c.opts.cleanupTimeout).Before(end) {
 		end = dl.Add(c.opts.cleanupTimeout)
 	}
+	if !c.answering() {
+		end = time.Now() // nothing to wait for: the deletes go on in the background
+	}
 	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), end)
 	defer cancel()
 	errs := make([]error, len(parts))
@@ -189,24 +197,35 @@ func (l *Lease) Parts() []*Lease {
 }
 
 // multiErr is Err for a multi-lease: nil while every part holds, else the
-// end of the first part in path order that was not released, else
-// ErrReleased.
+// end of the first part in path order that was not released, else (every
+// part released) ErrReleased. A lease released only in part, because the
+// delete of a part was refused, is not reported released: it says which
+// part still holds.
 func (l *Lease) multiErr() error {
 	var ended error
+	var holding []string
 	for _, p := range l.parts {
 		err := p.Err()
-		if err != nil && !errors.Is(err, ErrReleased) {
+		switch {
+		case err == nil:
+			holding = append(holding, p.Node())
+		case !errors.Is(err, ErrReleased):
 			return err
-		}
-		if err != nil {
+		default:
 			ended = err
 		}
+	}
+	if ended != nil && holding != nil {
+		return fmt.Errorf("%w as a whole: released in part; %s still held", ErrNotHeld, strings.Join(holding, ","))
 	}
 	return ended
 }
 
 // multiRelease releases every part; a part that was lost reports its loss.
-// A second Release returns ErrNotHeld.
+// If the server refuses a part's delete, that part stays held and watched,
+// Done stays open, and Release returns the refusal and may be called again,
+// as for a plain lease. A second Release after a complete one, or a Release
+// of a lease that Close ended, returns ErrNotHeld.
 func (l *Lease) multiRelease(ctx context.Context) error {
 	l.mu.Lock()
 	if l.errClaimed {
@@ -219,12 +238,31 @@ func (l *Lease) multiRelease(ctx context.Context) error {
 	}
 	l.mu.Unlock()
 	var errs []error
+	released, stillHeld := 0, false
 	for i := len(l.parts) - 1; i >= 0; i-- {
-		if err := l.parts[i].Release(ctx); err != nil && !errors.Is(err, ErrNotHeld) { // a part released on its own is let go already
+		p := l.parts[i]
+		switch err := p.Release(ctx); {
+		case err == nil:
+			released++
+		case errors.Is(err, ErrNotHeld): // let go already: on its own, or by Close
+		default:
 			errs = append(errs, err)
+			stillHeld = stillHeld || p.held()
 		}
 	}
+	if stillHeld {
+		l.mu.Lock()
+		l.errClaimed = false
+		if l.state == leaseReleasing {
+			l.state = leaseHeld
+		}
+		l.mu.Unlock()
+		return errors.Join(errs...)
+	}
 	l.closeMultiDone()
+	if released == 0 && errs == nil {
+		return ErrNotHeld
+	}
 	return errors.Join(errs...)
 }
 

@@ -45,7 +45,9 @@ func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) {
 }
 
 // TryAcquire takes the lock only if nobody holds it or waits ahead of the
-// caller; otherwise it returns ErrLocked and leaves nothing behind.
+// caller; otherwise it returns ErrLocked and leaves nothing behind. It never
+// waits for the lock, and not for ZooKeeper either beyond ctx or the session
+// timeout, whichever ends first: then its error matches ErrUnreachable.
 func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
 	return m.c.acquire(ctx, m.c.exclusive(ctx, m.path, true))
 }
@@ -79,6 +81,11 @@ func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 		return nil, ErrClosed
 	}
 	defer c.wg.Done()
+	if a.try {
+		var cancel context.CancelFunc
+		ctx, cancel = c.answerBound(ctx)
+		defer cancel()
+	}
 	start := time.Now()
 	l, err := c.acquireQueued(ctx, a)
 	if !a.brief && !a.quiet {

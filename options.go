@@ -14,9 +14,14 @@ const (
 	DefaultSessionTimeout = 10 * time.Second
 	DefaultCleanupDelay   = 5 * time.Second
 	// DefaultCleanupTimeout bounds how long a failed or cancelled Acquire
-	// waits for its queue node to be deleted before returning (the delete
-	// goes on in the background until the node or the session is gone).
-	DefaultCleanupTimeout = 10 * time.Second
+	// waits for its queue node to be deleted before returning, while the
+	// client is connected (a healthy server confirms in one round trip;
+	// without a connection it does not wait at all). The delete goes on in
+	// the background until the node or the session is gone.
+	DefaultCleanupTimeout = time.Second
+	// DefaultConnectTimeout bounds Connect when ctx has no earlier deadline,
+	// as Curator's default connection timeout does.
+	DefaultConnectTimeout = 15 * time.Second
 )
 
 // Option configures a Client. Invalid values make Connect and NewClient fail
@@ -32,6 +37,7 @@ type options struct {
 	cleanupDelay   time.Duration
 	cleanupRoot    string
 	cleanupTimeout time.Duration
+	connectTimeout time.Duration
 	watchOwnNode   bool
 	requeue        bool
 	followerLag    time.Duration
@@ -50,6 +56,7 @@ func defaultOptions() options {
 		logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		cleanupDelay:   DefaultCleanupDelay,
 		cleanupTimeout: DefaultCleanupTimeout,
+		connectTimeout: DefaultConnectTimeout,
 		watchOwnNode:   true,
 		requeue:        true,
 		metrics:        noMetrics{},
@@ -125,6 +132,20 @@ func WithCleanupTimeout(d time.Duration) Option {
 	}
 }
 
+// WithConnectTimeout bounds how long Connect waits for a session when its
+// ctx has no earlier deadline (default DefaultConnectTimeout). Connect's
+// error then names the last cause: a refused connection, a server that is not
+// ZooKeeper, or one that accepted the connection and never answered.
+func WithConnectTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: connect timeout %v must be positive", ErrInvalidOption, d)
+		}
+		o.connectTimeout = d
+		return nil
+	}
+}
+
 // WithOwnNodeWatch turns the holder's watch on its own node on or off
 // (default on). With it, a lease notices at once when an operator or a tool
 // deletes its node, and Token needs no extra round trip of the caller; it
@@ -144,8 +165,10 @@ func WithOwnNodeWatch(on bool) Option {
 // that much earlier: the last moment the server surely heard from the client
 // + 80 % of the session timeout − lag. Default 0, right for a standalone
 // server; on an ensemble, set it, or keep syncLimit × tickTime below a fifth
-// of the session timeout. A lag at or above 80 % of the session timeout ends
-// every lease at once.
+// of the session timeout. Connect refuses (ErrInvalidOption) a lag of 40 % or
+// more of the session timeout the server granted: a lease would then be
+// presumed lost between two of the client's pings (every third of the
+// session timeout), though nothing is wrong.
 func WithFollowerLag(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {

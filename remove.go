@@ -41,10 +41,11 @@ func (c *Client) abandon(q *queueNode) error {
 	return c.waitCleanup(func() error { return c.removeNode(q) })
 }
 
-// waitCleanup runs fn in the background and waits for it up to the cleanup
-// timeout: on a healthy connection the node is gone when the caller returns;
-// on a broken one the caller is not held hostage, and fn goes on (Close waits
-// for it) until the node or its session is gone.
+// waitCleanup runs fn in the background and waits for it while ZooKeeper
+// can answer, up to the cleanup timeout: on a healthy connection the node is
+// gone when the caller returns; without a connection (or past the loss
+// deadline) the caller returns at once, and fn goes on (Close waits for it)
+// until the node or its session is gone.
 func (c *Client) waitCleanup(fn func() error) error {
 	done := make(chan error, 1)
 	c.wg.Add(1) // callers are tracked, so the count is above zero
@@ -52,6 +53,14 @@ func (c *Client) waitCleanup(fn func() error) error {
 		defer c.wg.Done()
 		done <- fn()
 	}()
+	if !c.answering() {
+		select {
+		case err := <-done:
+			return err
+		default:
+			return nil
+		}
+	}
 	t := time.NewTimer(c.opts.cleanupTimeout)
 	defer t.Stop()
 	select {
@@ -63,9 +72,23 @@ func (c *Client) waitCleanup(fn func() error) error {
 	}
 }
 
-// removeWithin removes q's node, waiting for it until ctx ends; the removal
-// goes on in the background after that.
-func (c *Client) removeWithin(ctx context.Context, q *queueNode) (removal, error) {
+// answering reports a client that can expect ZooKeeper's answer: it has a
+// session on an open connection and, with the wire clock, has heard from
+// the server recently enough that its leases still hold.
+func (c *Client) answering() bool {
+	if c.conn.State() != zk.StateHasSession {
+		return false
+	}
+	return c.wire == nil || c.untilLossDeadline() > 0
+}
+
+// errLeaseEnded ends a Release's wait whose lease ended meanwhile (a loss):
+// the loss is the outcome, and the delete goes on in the background.
+var errLeaseEnded = errors.New("zklock: lease ended while releasing")
+
+// removeWithin removes q's node, waiting for it until ctx ends or ended is
+// closed (errLeaseEnded); the removal goes on in the background after that.
+func (c *Client) removeWithin(ctx context.Context, q *queueNode, ended <-chan struct{}) (removal, error) {
 	type outcome struct {
 		how removal
 		err error
@@ -84,6 +107,8 @@ func (c *Client) removeWithin(ctx context.Context, q *queueNode) (removal, error
 	select {
 	case o := <-done:
 		return o.how, o.err
+	case <-ended:
+		return removedUnknown, errLeaseEnded
 	case <-ctx.Done():
 		return removedUnknown, ctxErr(ctx)
 	}

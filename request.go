@@ -114,8 +114,28 @@ func (r *retrier) wait() error {
 	case <-r.c.connEnded:
 		return errConnEnded
 	case <-r.ctx.Done():
-		return ctxErr(r.ctx)
+		// The last attempt failed for want of a connection.
+		return fmt.Errorf("%w: %w", ErrUnreachable, ctxCause(r.ctx))
 	}
+}
+
+// answerBound bounds a call that does not wait for a lock (TryAcquire,
+// Contenders) by the session timeout as well as by ctx: if ZooKeeper has not
+// answered by then, the session must be presumed lost anyway.
+func (c *Client) answerBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := c.grantedTimeout()
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w: no answer within the session timeout %v", ErrUnreachable, d))
+}
+
+// grantedTimeout is the session timeout the server granted, or the one asked
+// for when it is not known (NewClient).
+func (c *Client) grantedTimeout() time.Duration {
+	if c.wire != nil {
+		if _, granted := c.wire.lastContact(); granted > 0 {
+			return granted
+		}
+	}
+	return c.opts.sessionTimeout
 }
 
 // isDone reports whether ch is closed.

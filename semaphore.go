@@ -79,22 +79,29 @@ func (s *Semaphore) Holders(ctx context.Context) ([]Contender, error) {
 func (s *Semaphore) leasesPath() string { return s.path + "/leases" }
 
 func (s *Semaphore) acquire(ctx context.Context, try bool) (*Lease, error) {
+	if try {
+		var cancel context.CancelFunc
+		ctx, cancel = s.c.answerBound(ctx)
+		defer cancel()
+	}
 	start := time.Now()
 	l, err := s.acquireOrdered(ctx, try)
 	s.c.opts.metrics.Acquired(KindSemaphore, time.Since(start), err) // the whole call, turnstile included
 	return l, err
 }
 
-// errTurnstileLost ends a lease's wait whose turnstile ended first.
-var errTurnstileLost = errors.New("zklock: semaphore turnstile lost while waiting for a slot")
-
 // acquireOrdered takes the turnstile, then a lease, and lets the turnstile
 // go. A lease may only be queued by the turnstile's holder: one queued
 // without it (after an expiry, say) would land behind leases created later,
 // and a Curator peer, which counts leases instead of placing them, would
-// then wait for ever beside it. So when the lease's node or the turnstile
-// goes while the lease waits, everything is given up and taken again from
-// the turnstile (or the loss is reported, WithRequeueOnExpiry(false)).
+// then wait for ever beside it. So when the lease's node goes while it
+// waits, everything is taken again from the turnstile (or the loss is
+// reported, WithRequeueOnExpiry(false)).
+//
+// The turnstile's own end does not end the lease's wait: a lease already
+// queued keeps its place whatever becomes of the turnstile (a stall that
+// presumes the turnstile lost while the session survives, or someone
+// deleting it), and the slot rule alone decides who holds.
 func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error) {
 	for {
 		ta := s.c.exclusive(ctx, s.inner.path, try)
@@ -108,32 +115,40 @@ func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error
 		// holder stores it again; no client with another N can slip in
 		// between its check and its lease.
 		if err := s.checkLimit(ctx); err != nil {
-			_ = releaseAll(ctx, s.c, []*Lease{turnstile})
-			return nil, err
+			return nil, errors.Join(err, s.leaveTurnstile(ctx, turnstile))
 		}
-		wctx, cancel := context.WithCancelCause(ctx)
-		turnstile.whenEnded(func(error) { cancel(errTurnstileLost) }) // under the lease's lock: cancel does not block
-		a := s.c.exclusive(wctx, s.leasesPath(), try)
+		a := s.c.exclusive(ctx, s.leasesPath(), try)
 		a.style, a.rule, a.watchList, a.once, a.quiet = semaphoreLease, slotsTurn(s.n), true, true, true
-		l, err := s.c.acquire(wctx, a)
-		lost := errors.Is(context.Cause(wctx), errTurnstileLost) && ctx.Err() == nil
-		_ = releaseAll(ctx, s.c, []*Lease{turnstile})
-		cancel(nil)
+		l, err := s.c.acquire(ctx, a)
+		if terr := s.leaveTurnstile(ctx, turnstile); terr != nil {
+			if l != nil {
+				err = releaseAll(ctx, s.c, []*Lease{l})
+			}
+			return nil, errors.Join(terr, err)
+		}
 		gone := errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrQueueNodeDeleted)
 		switch {
 		case err == nil:
-			return l, nil // granted: among the first N, whatever the turnstile does now
-		case !lost && !gone, errors.Is(err, ErrClosed):
+			return l, nil // granted: among the first N
+		case !gone, !s.c.opts.requeue:
 			return nil, err
-		case gone && !s.c.opts.requeue:
-			return nil, err
-		case !s.c.opts.requeue:
-			return nil, goneError(errNodeDeleted, s.inner.path) // the turnstile's node went
 		case ctx.Err() != nil:
 			return nil, ctxErr(ctx)
 		}
-		s.c.log.Info("zklock: semaphore lease or turnstile gone while waiting; taking the turnstile again", "path", s.path)
+		s.c.log.Info("zklock: semaphore lease gone while waiting; taking the turnstile again", "path", s.path)
 	}
+}
+
+// leaveTurnstile releases the turnstile. Only a refused delete matters: the
+// node then stays until the session ends and keeps every other client out,
+// so the caller hears of it, with the node named. A turnstile lost
+// meanwhile is gone already.
+func (s *Semaphore) leaveTurnstile(ctx context.Context, turnstile *Lease) error {
+	err := releaseAll(ctx, s.c, []*Lease{turnstile})
+	if err == nil || errors.Is(err, ErrLockLost) {
+		return nil
+	}
+	return fmt.Errorf("zklock: semaphore %s: turnstile node %s stays until the session ends (its delete was refused): %w", s.path, turnstile.Node(), err)
 }
 
 // slotsTurn is the rule of a semaphore of n permits: a lease holds while it

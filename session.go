@@ -120,7 +120,7 @@ func (c *Client) waitReady(ctx context.Context, ready <-chan struct{}) error {
 	case <-c.connEnded:
 		return errConnEnded
 	case <-ctx.Done():
-		return fmt.Errorf("zklock: waiting for a session: %w", ctxCause(ctx))
+		return fmt.Errorf("%w: waiting for a session: %w", ErrUnreachable, ctxCause(ctx))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Do acquires the lock, runs fn while holding it, releases it, and returns
@@ -80,6 +81,7 @@ func (m *Mutex) RunSingleton(ctx context.Context, fn func(ctx context.Context) e
 		o(&cfg)
 	}
 	c := m.c
+	var pause time.Duration
 	for {
 		l, err := m.Acquire(ctx)
 		if err != nil {
@@ -96,5 +98,42 @@ func (m *Mutex) RunSingleton(ctx context.Context, fn func(ctx context.Context) e
 		if cfg.onLost != nil {
 			cfg.onLost(err)
 		}
+		pause = nextPause(pause, time.Since(l.since), c.grantedTimeout())
+		if err := c.sleep(ctx, pause); err != nil {
+			return err
+		}
+	}
+}
+
+// Pauses between a singleton's campaigns: none after a lease that lasted a
+// session timeout, else doubling from pauseFirst up to the session timeout,
+// so that a lease that ends at once (a connection that cannot hold one) does
+// not start and cancel fn in a hot loop.
+const pauseFirst = 100 * time.Millisecond
+
+func nextPause(last, held, session time.Duration) time.Duration {
+	switch {
+	case held >= session:
+		return 0
+	case last == 0:
+		return pauseFirst
+	}
+	return min(2*last, session)
+}
+
+// sleep waits d, or until ctx ends or the client closes.
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctxErr(ctx)
+	case <-c.closing:
+		return ErrClosed
 	}
 }

@@ -98,6 +98,31 @@ func (w *wire) lastError() error {
 	return w.lastErr
 }
 
+// errSilent reports a server that accepted the connection and never
+// answered the handshake: a port that is not ZooKeeper's (a TLS port, or a
+// silent service), or a server too overloaded to reply.
+var errSilent = errors.New("the server accepted the connection but never answered (is it ZooKeeper, and without TLS?)")
+
+// diagnose says why no session came: an open connection that never got a
+// reply is silence; otherwise the last connection's error, if any.
+func (w *wire) diagnose() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for c := range w.conns {
+		if c.unanswered() {
+			return errSilent
+		}
+	}
+	return w.lastErr
+}
+
+// unanswered reports a connection that sent something and got no frame back.
+func (c *wireConn) unanswered() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frames == 0 && len(c.sent) > 0
+}
+
 // writeCount is how many packets were written.
 func (w *wire) writeCount() uint64 {
 	w.mu.Lock()
@@ -227,7 +252,17 @@ func (c *wireConn) fill(b []byte) (int, error) {
 			return 0, perr
 		}
 	}
+	if err != nil && c.w.ctx.Err() == nil && c.handshakeless() {
+		c.w.setErr(fmt.Errorf("the server closed the connection before answering: %w", err))
+	}
 	return n, err
+}
+
+// handshakeless reports a connection that has had no frame back yet.
+func (c *wireConn) handshakeless() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frames == 0
 }
 
 func (c *wireConn) Close() error {

@@ -1,0 +1,57 @@
+package zklock
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// defaultPort is ZooKeeper's client port, which ZooKeeper's own clients and
+// go-zookeeper assume when an address names none.
+const defaultPort = "2181"
+
+// parseServers checks a server list before any dial, so a malformed one is an
+// error at once rather than a wait for a session that cannot come. Entries
+// may hold several comma-separated addresses, as a ZooKeeper connect string
+// does; an address without a port gets 2181.
+func parseServers(servers []string) ([]string, error) {
+	var addrs []string
+	for _, entry := range servers {
+		for _, a := range strings.Split(entry, ",") {
+			addr, err := parseServer(strings.TrimSpace(a))
+			if err != nil {
+				return nil, fmt.Errorf("%w: server list %q: %w", ErrInvalidOption, strings.Join(servers, ","), err)
+			}
+			addrs = append(addrs, addr)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
+	}
+	return addrs, nil
+}
+
+// parseServer checks one host:port address.
+func parseServer(a string) (string, error) {
+	switch {
+	case a == "":
+		return "", fmt.Errorf("empty address")
+	case strings.ContainsAny(a, "/ \t"):
+		return "", fmt.Errorf("address %q: not host:port", a)
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		if !strings.Contains(err.Error(), "missing port") {
+			return "", fmt.Errorf("address %q: %w", a, err)
+		}
+		host, port = strings.Trim(a, "[]"), defaultPort
+	}
+	if host == "" {
+		return "", fmt.Errorf("address %q: no host", a)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("address %q: port %q is not a number from 1 to 65535", a, port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
