@@ -64,6 +64,9 @@ func (c *Client) contenders(ctx context.Context, path string) ([]Contender, erro
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
+	if classify(err) == errConnection {
+		return nil, fmt.Errorf("%w: list %s: %w", ErrUnreachable, path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("zklock: list %s: %w", path, err)
 	}

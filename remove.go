@@ -14,9 +14,12 @@ import (
 // caller's context.
 
 // abandonCreate cleans up after a create whose outcome the caller stopped
-// waiting for: once it is known, the node (if any) is removed.
+// waiting for: once it is known, the node (if any) is removed. The caller
+// does not wait: a create still unanswered when the caller's deadline came
+// says that ZooKeeper is not answering now, and a healthy server answers a
+// create within a round trip, so this is rare when it does.
 func (c *Client) abandonCreate(q *queueNode, created <-chan result[createdNode]) {
-	_ = c.waitCleanup(func() error {
+	c.inBackground(func() {
 		r := <-created
 		switch classify(r.err) {
 		case errNone:
@@ -24,15 +27,24 @@ func (c *Client) abandonCreate(q *queueNode, created <-chan result[createdNode])
 		case errConnection:
 			found, _ := c.findByGUID(context.Background(), q, true)
 			if found.name == "" {
-				return nil
+				return
 			}
 			q.name = found.name
 		default:
-			return nil // never created, or gone with the session
+			return // never created, or gone with the session
 		}
 		q.sess = c.session()
-		return c.removeNode(q)
+		_ = c.removeNode(q)
 	})
+}
+
+// inBackground runs fn on a goroutine Close waits for; the caller is tracked.
+func (c *Client) inBackground(fn func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
 }
 
 // abandon removes a queue node the caller gives up. Its error says the server
