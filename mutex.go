@@ -32,11 +32,14 @@ func (m *Mutex) Path() string { return m.path }
 
 // Acquire blocks until the caller holds the lock and returns its Lease. A
 // ctx deadline is the timeout. When ctx ends first, Acquire returns an error
-// matching context.DeadlineExceeded or context.Canceled, and its queue node
-// has been deleted before it returns (if the connection is down, deletion is
-// awaited up to the cleanup timeout and then goes on in the background until
-// the node or its session is gone). Any other failure leaves nothing behind
-// either.
+// matching context.DeadlineExceeded or context.Canceled (and ErrUnreachable
+// if ZooKeeper could not be reached meanwhile). When ZooKeeper answers, its
+// queue node has been deleted before it returns, which takes one round trip
+// and at most the cleanup timeout (WithCleanupTimeout); when it does not,
+// Acquire returns at the deadline and the delete goes on in the background
+// until the node or its session is gone. Any other failure leaves nothing
+// behind either. With context.Background(), Acquire waits for the lock
+// through an outage too, until Close.
 //
 // If the session expires while waiting, the caller re-queues at the back on
 // the new session, or fails with ErrSessionExpired (WithRequeueOnExpiry).

@@ -60,18 +60,21 @@ func (rw *RWMutex) AcquireRead(ctx context.Context) (*Lease, error) {
 }
 
 // TryAcquireRead takes a read lease only if no writer holds or waits ahead;
-// otherwise it returns ErrLocked and leaves nothing behind.
+// otherwise it returns ErrLocked and leaves nothing behind. Like
+// Mutex.TryAcquire, it waits for ZooKeeper at most ctx or the session timeout.
 func (rw *RWMutex) TryAcquireRead(ctx context.Context) (*Lease, error) {
 	return rw.c.acquire(ctx, rw.ask(ctx, rw.read, readerTurn, true))
 }
 
-// AcquireWrite blocks until the caller holds the lock alone.
+// AcquireWrite blocks until the caller holds the lock alone, as
+// Mutex.Acquire does.
 func (rw *RWMutex) AcquireWrite(ctx context.Context) (*Lease, error) {
 	return rw.c.acquire(ctx, rw.ask(ctx, rw.write, mutexTurn, false))
 }
 
 // TryAcquireWrite takes the write lease only if nobody holds or waits;
-// otherwise it returns ErrLocked and leaves nothing behind.
+// otherwise it returns ErrLocked and leaves nothing behind. Like
+// Mutex.TryAcquire, it waits for ZooKeeper at most ctx or the session timeout.
 func (rw *RWMutex) TryAcquireWrite(ctx context.Context) (*Lease, error) {
 	return rw.c.acquire(ctx, rw.ask(ctx, rw.write, mutexTurn, true))
 }

@@ -64,7 +64,8 @@ func (s *Semaphore) Limit() int   { return s.n }
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) { return s.acquire(ctx, false) }
 
 // TryAcquire takes a lease only if one is free and nobody waits ahead;
-// otherwise it returns ErrLocked and leaves nothing behind.
+// otherwise it returns ErrLocked and leaves nothing behind. Like
+// Mutex.TryAcquire, it waits for ZooKeeper at most ctx or the session timeout.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) { return s.acquire(ctx, true) }
 
 // Holders lists the leases held or pending, in order; the first N hold.

@@ -45,10 +45,16 @@ func parseServer(a string) (string, error) {
 		if !strings.Contains(err.Error(), "missing port") {
 			return "", fmt.Errorf("address %q: %w", a, err)
 		}
-		host, port = strings.Trim(a, "[]"), defaultPort
+		host, port = a, defaultPort
+		if strings.HasPrefix(a, "[") && strings.HasSuffix(a, "]") {
+			host = a[1 : len(a)-1] // an IPv6 literal
+		}
 	}
-	if host == "" {
+	switch {
+	case host == "":
 		return "", fmt.Errorf("address %q: no host", a)
+	case strings.ContainsAny(host, "[]"):
+		return "", fmt.Errorf("address %q: stray brackets", a)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", fmt.Errorf("address %q: port %q is not a number from 1 to 65535", a, port)
