@@ -14,28 +14,44 @@ import (
 // caller's context.
 
 // abandonCreate cleans up after a create whose outcome the caller stopped
-// waiting for: once it is known, the node (if any) is removed. The caller
-// does not wait: a create still unanswered when the caller's deadline came
-// says that ZooKeeper is not answering now, and a healthy server answers a
-// create within a round trip, so this is rare when it does.
+// waiting for: once it is known, the node (if any) is removed. While
+// ZooKeeper answers, the caller waits a quarter of the cleanup timeout for
+// the create's reply (a healthy server sends it within a round trip), then
+// for the removal as any give-up does; a create still unanswered by then
+// says that ZooKeeper is not answering now, and the caller returns while the
+// removal goes on in the background.
 func (c *Client) abandonCreate(q *queueNode, created <-chan result[createdNode]) {
-	c.inBackground(func() {
-		r := <-created
-		switch classify(r.err) {
-		case errNone:
-			q.name = r.v.name[len(q.path)+1:]
-		case errConnection:
-			found, _ := c.findByGUID(context.Background(), q, true)
-			if found.name == "" {
-				return
-			}
-			q.name = found.name
-		default:
-			return // never created, or gone with the session
+	var wait time.Duration
+	if c.answering() {
+		wait = c.opts.cleanupTimeout / 4
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case r := <-created:
+		_ = c.waitCleanup(func() error { return c.removeCreated(q, r) })
+	case <-t.C:
+		c.inBackground(func() { _ = c.removeCreated(q, <-created) })
+	}
+}
+
+// removeCreated removes the node a create made, if it made one: r is the
+// create's outcome; a lost reply is looked up by the node's GUID.
+func (c *Client) removeCreated(q *queueNode, r result[createdNode]) error {
+	switch classify(r.err) {
+	case errNone:
+		q.name = r.v.name[len(q.path)+1:]
+	case errConnection:
+		found, _ := c.findByGUID(context.Background(), q, true)
+		if found.name == "" {
+			return nil
 		}
-		q.sess = c.session()
-		_ = c.removeNode(q)
-	})
+		q.name = found.name
+	default:
+		return nil // never created, or gone with the session
+	}
+	q.sess = c.session()
+	return c.removeNode(q)
 }
 
 // inBackground runs fn on a goroutine Close waits for; the caller is tracked.

@@ -11,6 +11,8 @@ import (
 // fn's error. fn's context is cancelled the moment the lease ends (the lock
 // is lost) or ctx ends; context.Cause then tells which. If the lock was lost
 // while fn ran, the error matches ErrLockLost (and wraps fn's error, if any).
+// Its time bound is Acquire's, then fn's, then a Release of at most the
+// cleanup timeout (the loss at once, if the lease is already lost).
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	l, err := m.Acquire(ctx)
 	if err != nil {
@@ -71,6 +73,11 @@ func OnLost(fn func(error)) SingletonOption {
 // working session and campaigns again, at the back of the queue. It returns
 // when fn returns while still holding the lock (with fn's error, after
 // releasing), or when ctx ends.
+//
+// After a lease that ended sooner than a session timeout after it was
+// granted, it pauses before campaigning again (100 ms, doubling up to the
+// session timeout), so a connection that cannot keep a lease does not start
+// and cancel fn in a hot loop.
 //
 // fn must stop promptly when its context is cancelled: zklock cancels it the
 // moment the lease is lost or presumed lost, before any other process could
