@@ -35,41 +35,44 @@ var primitives = []struct {
 	acquire acquireFn
 	cycle   cost // one uncontended acquire + release, once the path exists
 	handOff cost // the holder's release and the next one's grant, with that one waiting
+	watches int64 // watches a waiter sets before the hand-off
 }{
 	// A cycle: the create and the listing sent together, the own-node read
-	// (token and watch), the delete, whose own-node watch fires. A hand-off:
-	// the holder's delete, its own-node watch and the waiter's watch firing,
-	// the waiter's own-node read (it was next: no second listing).
+	// (the own-node watch; the token comes off the create's reply), the
+	// delete, whose own-node watch fires. A hand-off: the holder's delete,
+	// its own-node watch and the waiter's watch firing, and nothing else:
+	// the waiter read its own node while it queued, with its watch on the
+	// holder's node, and the order of events proves that node survived.
 	{"mutex", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
 		return mustMutex(t, c, p).Acquire
-	}, cost{2, 2, 1}, cost{1, 1, 2}},
+	}, cost{2, 2, 1}, cost{1, 0, 2}, 2},
 	{"read", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
 		rw, err := c.NewRWMutex(p)
 		require.NoError(t, err)
 		return rw.AcquireRead
-	}, cost{2, 2, 1}, cost{}},
+	}, cost{2, 2, 1}, cost{}, 0},
 	// The semaphore also reads the stored limit and passes through its
 	// turnstile mutex (create and listing, delete: a turnstile is held for a
-	// moment and has no token read or own-node watch). At a hand-off the
-	// waiter holds the turnstile and watches the leases' list: it lists
-	// again, reads its lease, and deletes the turnstile.
+	// moment and has no own-node watch). At a hand-off the waiter holds the
+	// turnstile and watches the leases' list: it lists again, reads its
+	// lease (its own-node watch), and deletes the turnstile.
 	{"write", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
 		rw, err := c.NewRWMutex(p)
 		require.NoError(t, err)
 		return rw.AcquireWrite
-	}, cost{2, 2, 1}, cost{1, 1, 2}},
+	}, cost{2, 2, 1}, cost{1, 0, 2}, 2},
 	{"semaphore", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
 		s, err := c.NewSemaphore(p, 1)
 		require.NoError(t, err)
 		return s.Acquire
-	}, cost{4, 4, 1}, cost{2, 2, 2}},
-	// Two mutexes. At a hand-off the waiter waited on the first path and
-	// takes the second afresh.
+	}, cost{4, 4, 1}, cost{2, 2, 2}, 1},
+	// Two mutexes. At a hand-off the waiter waited on the first path (its
+	// own-node read done while it queued) and takes the second afresh.
 	{"multi-2", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
 		ml, err := c.NewMultiLock(p+"/x", p+"/y")
 		require.NoError(t, err)
 		return ml.Acquire
-	}, cost{4, 4, 2}, cost{3, 3, 3}},
+	}, cost{4, 4, 2}, cost{3, 2, 3}, 2},
 }
 
 // TestRequestCostPerPrimitive: the exact request cost, from the server's
@@ -109,7 +112,7 @@ func TestRequestCostPerPrimitive(t *testing.T) {
 				}
 				waiter <- l
 			}()
-			eventually(t, "the waiter watches", func() bool { return mntr(t).WatchCount() > watches })
+			eventually(t, "the waiter watches", func() bool { return mntr(t).WatchCount() >= watches+pr.watches })
 			got := costOf(t, func() {
 				require.NoError(t, holder.Release(context.Background()))
 				l := <-waiter

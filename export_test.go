@@ -9,3 +9,18 @@ func SetHookBeforeLease(fn func()) {
 	}
 	testHookBeforeLease.Store(&fn)
 }
+
+// OwnReadDone is closed once l's own-node read (token and own-node watch)
+// has finished; a MultiLock's lease: its first part's.
+// Without the own-node watch there is no such read: it is closed at once.
+func OwnReadDone(l *Lease) <-chan struct{} {
+	if l.parts != nil {
+		l = l.parts[0]
+	}
+	if !l.c.opts.watchOwnNode || l.q.brief {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return l.q.fetched
+}

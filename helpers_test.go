@@ -166,9 +166,16 @@ func holding(t testing.TB) (string, *zk.Conn, *zklock.Mutex, *zklock.Lease) {
 }
 
 // tokenOf returns l's fencing token, or 0 if it cannot be known (the lease
-// ended first).
+// ended first), once l's own-node read is done: its own-node watch is then
+// in place (with Connect, the token itself comes off the create's reply).
 func tokenOf(l *zklock.Lease) int64 {
 	tok, _ := l.Token(context.Background())
+	for _, p := range l.Parts() {
+		select {
+		case <-zklock.OwnReadDone(p):
+		case <-p.Done():
+		}
+	}
 	return tok
 }
 

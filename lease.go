@@ -97,13 +97,17 @@ func (l *Lease) Sequence() int64 {
 // across the ensemble and larger for every later holder of the same path,
 // even after the path was deleted and recreated. A lease granted after a wait
 // knows it when Acquire returns; otherwise it may take one round trip (the
-// read runs behind Acquire). It fails if ctx ends first, or if the lease ended
+// read runs behind Acquire; a client made by Connect reads it off the
+// create's reply and needs no round trip at all). It fails if ctx ends first, or if the lease ended
 // before the token was known (the error is the lease's end: Err says the same).
 // It never ends the lease itself. A MultiLock's lease returns the highest of
 // its parts' tokens; each part's own Token fences the resource of its path.
 func (l *Lease) Token(ctx context.Context) (int64, error) {
 	if l.parts != nil {
 		return l.multiToken(ctx)
+	}
+	if t := l.q.createZxid; t != 0 {
+		return t, nil // read off the create's reply
 	}
 	l.q.startFetch() // already under way unless the own-node watch is off
 	select {

@@ -36,9 +36,18 @@ type queueNode struct {
 	fetchOnce sync.Once     // one outcome
 	fetched   chan struct{} // closed when the own-node read finished
 	czxid     int64
-	ownEv     <-chan zk.Event // the own-node watch, when set
-	fetchErr  error
-	removed   atomic.Bool
+	// createZxid is the creation zxid read off the create's reply (0: not
+	// known; the own-node read gives it then). It is the fencing token.
+	createZxid int64
+	ownEv      <-chan zk.Event // the own-node watch, when set
+	fetchErr   error
+	removed    atomic.Bool
+
+	// ownEpoch is the wire's connection epoch just before a waiter sent its
+	// own-node read (0: the read was not made while waiting, or there is no
+	// wire). While the epoch is unchanged, every event since came in the
+	// server's order on one connection (see ownWatchProves).
+	ownEpoch uint64
 }
 
 func (q *queueNode) full() string { return q.path + "/" + q.name }
@@ -63,6 +72,7 @@ func (c *Client) newGUID() string {
 type createdNode struct {
 	name    string
 	session int64
+	czxid   int64 // the creation zxid, from the reply as the wire saw it; 0 if unknown
 }
 
 // enqueue creates the caller's node and returns it with a listing of the lock
@@ -80,6 +90,7 @@ func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode,
 	}
 	q.name = node.name[len(lockPath)+1:]
 	q.seq, _ = parseSeq(q.name)
+	q.createZxid = node.czxid
 	// The node belongs to the session the create ran in, which need not be
 	// the one the caller started with: go-zookeeper sends a request queued
 	// during an expiry on the next session.
@@ -162,19 +173,26 @@ func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan 
 // order, so the listing sees the new node, and both replies come back in one
 // round trip.
 func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte) (<-chan result[createdNode], <-chan result[[]string]) {
-	var written <-chan struct{}
+	var sent *expectation
 	if c.wire != nil {
-		written = c.wire.expect(guid)
+		sent = c.wire.expect(guid)
 	}
 	created := goCall(c, func() (createdNode, error) {
 		name, err := c.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.opts.acl)
 		// A reply arrives on the connection's session of the moment: a
 		// session change needs a reconnect, which fails pending requests.
-		return createdNode{name, c.conn.SessionID()}, err
+		n := createdNode{name: name, session: c.conn.SessionID()}
+		if sent != nil {
+			// The wire parsed the reply before go-zookeeper read it: its
+			// zxid, the create's, is the node's creation zxid.
+			n.czxid = sent.replyZxid()
+		}
+		return n, err
 	})
 	if c.wire == nil {
 		return created, nil
 	}
+	written := sent.seen
 	// Usually the create is on the socket within microseconds; the cap only
 	// matters while go-zookeeper reconnects. A listing sent before the
 	// create would not see the node and cost a second listing, which is why
@@ -265,7 +283,7 @@ func (c *Client) lookForGUID(q *queueNode) (createdNode, error) {
 			return createdNode{}, err // unknown: look again rather than create a second node
 		}
 		if ok && stat.EphemeralOwner == sid {
-			return createdNode{name, sid}, nil
+			return createdNode{name: name, session: sid, czxid: stat.Czxid}, nil
 		}
 	}
 	return createdNode{}, nil
@@ -278,10 +296,11 @@ type ownRead struct {
 	ev    <-chan zk.Event
 }
 
-// readOwn reads q's node once, setting the own-node watch when enabled.
+// readOwn reads q's node once, setting the own-node watch when enabled and
+// not set already.
 func (q *queueNode) readOwn() (ownRead, error) {
 	c := q.c
-	if c.opts.watchOwnNode {
+	if c.opts.watchOwnNode && !isDone(q.fetched) {
 		_, stat, ev, err := c.conn.GetW(q.full())
 		if err != nil {
 			return ownRead{}, err

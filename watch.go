@@ -132,21 +132,32 @@ func (c *Client) listError(q *queueNode, err error) error {
 
 // waitPred watches pred, the node q waits for, until it changes. It returns
 // nil when the lock is q's: pred was the last thing between q and the lock,
-// it is gone, and q's node still exists (confirmHead). A watch set with GetW, not ExistsW: on a
-// node that just vanished ExistsW leaves a watch for its re-creation behind
-// on the server; GetW leaves nothing. A waiter that gives up leaves its watch
-// on pred until pred changes or the session ends (go-zookeeper cannot remove
-// watches); the server keeps at most one watch per session and node.
+// it is gone, and q's node still existed when it went. A watch set with GetW,
+// not ExistsW: on a node that just vanished ExistsW leaves a watch for its
+// re-creation behind on the server; GetW leaves nothing. A waiter that gives
+// up leaves its watch on pred until pred changes or the session ends
+// (go-zookeeper cannot remove watches); the server keeps at most one watch
+// per session and node.
+//
+// The first wait also reads q's own node, setting the own-node watch the
+// lease needs anyway, in the same flight as pred's watch. Then, when pred
+// goes, the order of the connection's events proves that q's node was still
+// there (ownWatchProves) and the lock is q's without another round trip;
+// where the order proves nothing, confirmHead reads the node.
 func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, last bool) error {
+	own := c.sendOwnRead(q)
 	ch, err := call(ctx, c, func() (<-chan zk.Event, error) {
 		_, _, ch, err := c.conn.GetW(pred)
 		return ch, err
 	})
+	if oerr := c.takeOwnRead(ctx, q, own); oerr != nil {
+		return oerr
+	}
 	switch kind := classify(err); {
 	case kind == errNone:
 	case errors.Is(err, zk.ErrNoNode):
 		if last {
-			return c.confirmHead(ctx, q)
+			return c.holdIfProven(ctx, q)
 		}
 		return errLookAgain
 	case kind == errStop:
@@ -163,9 +174,72 @@ func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, last b
 	case err != nil:
 		return err
 	case ev.Type == zk.EventNodeDeleted && last:
-		return c.confirmHead(ctx, q)
+		return c.holdIfProven(ctx, q)
 	}
 	return errLookAgain // a waiter ahead left, or data changed: look again
+}
+
+// sendOwnRead sends the read of q's own node that sets its own-node watch,
+// on a waiter's first wait, where the wire can tell connections apart; nil
+// when it is not made here (the lease reads the node after the grant).
+func (c *Client) sendOwnRead(q *queueNode) <-chan result[ownRead] {
+	if c.wire == nil || !c.opts.watchOwnNode || q.brief || isDone(q.fetched) || q.ownEpoch != 0 {
+		return nil
+	}
+	q.ownEpoch = c.wire.connEpoch() // before the read leaves
+	return goCall(c, q.readOwn)
+}
+
+// takeOwnRead waits for the own-node read sent with pred's watch and records
+// it as the lease's own read (fencing token and own-node watch).
+func (c *Client) takeOwnRead(ctx context.Context, q *queueNode, own <-chan result[ownRead]) error {
+	if own == nil {
+		return nil
+	}
+	res, err := await(ctx, c, own)
+	switch kind := classify(err); {
+	case kind == errNone && res.owner == q.sess.id:
+		q.finishFetch(res, nil)
+		return nil
+	case kind == errNone, kind == errSession:
+		return errSessionOver
+	case errors.Is(err, zk.ErrNoNode):
+		return c.goneReason(q)
+	case kind == errStop:
+		return err
+	case kind == errConnection:
+		q.ownEpoch = 0 // read again on the next wait
+		return errRetry
+	}
+	return fmt.Errorf("zklock: read %s: %w", q.full(), err)
+}
+
+// holdIfProven grants q the lock once pred, the last node ahead, is gone,
+// if q's node provably still existed then; otherwise it reads the node.
+func (c *Client) holdIfProven(ctx context.Context, q *queueNode) error {
+	if q.ownWatchProves() {
+		return nil
+	}
+	return c.confirmHead(ctx, q)
+}
+
+// ownWatchProves reports that q's node existed when the node ahead of it
+// went, from the order of events alone. The own-node read succeeded, so the
+// node existed when the read was served, and it was watched from then on.
+// go-zookeeper hands a connection's replies and watch events over one at a
+// time, in the server's order, and puts each event in its watch's buffered
+// channel before it reads the next frame. So when the deletion of the node
+// ahead (or the reply saying it is gone) has been received, a deletion of
+// q's node served earlier is already in q's channel. An empty channel, with
+// no reconnect since the read was sent, means: q's node was deleted after
+// the node ahead, or not at all; either way it was there when the node
+// ahead went, and a node once gone never comes back (its name carries a
+// GUID), so q is first. Any event at all in the channel (a deletion, a data
+// change, the end of the watch) or a new connection proves nothing.
+func (q *queueNode) ownWatchProves() bool {
+	c := q.c
+	return q.ownEpoch != 0 && isDone(q.fetched) && q.fetchErr == nil && q.ownEv != nil &&
+		len(q.ownEv) == 0 && c.wire.connEpoch() == q.ownEpoch
 }
 
 // nextEvent waits for a watch of q's to fire, or says why the wait ends

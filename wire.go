@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,9 +33,10 @@ type wire struct {
 	closed   bool
 	lastErr  error         // why the newest connection failed, for Connect's error
 	writes   uint64        // packets written, over all connections
-	expected []expectation // packets awaited by what they carry
+	expected []*expectation // packets awaited by what they carry
 	contact  int64         // send time (ns since epoch) of the newest request the server answered
 	granted  time.Duration // session timeout from the newest connect response
+	dials    uint64        // connections opened so far: the connection epoch
 }
 
 func newWire() *wire {
@@ -65,7 +67,17 @@ func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, e
 		return nil, errWireClosed
 	}
 	w.conns[c] = struct{}{}
+	w.dials++ // before go-zookeeper reads a byte of the new connection
 	return c, nil
+}
+
+// connEpoch counts the connections opened so far. Replies and watch events of
+// one connection come in the order the server made them; across a reconnect
+// they do not (go-zookeeper restores watches in no particular order).
+func (w *wire) connEpoch() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dials
 }
 
 // shutdown closes every connection and refuses new ones: it ends a
@@ -131,39 +143,48 @@ func (w *wire) writeCount() uint64 {
 }
 
 // expectation is a packet awaited by a caller: the first one written that
-// contains marker closes seen.
+// contains marker closes seen. Its reply's zxid is kept: for a create, that
+// is the new node's creation zxid (the fencing token), with no read.
 type expectation struct {
 	marker []byte
 	seen   chan struct{}
+	zxid   atomic.Int64 // set when the reply came without an error
 }
 
-// expect lets a caller know that a request it queued has left: the returned
-// channel is closed when a packet containing marker (a create's GUID, which
-// its path carries) is written. Another request of the client written
-// meanwhile does not count. forget withdraws it.
-func (w *wire) expect(marker string) <-chan struct{} {
-	e := expectation{[]byte(marker), make(chan struct{})}
+// expect lets a caller know that a request it queued has left: seen is
+// closed when a packet containing marker (a create's GUID, which its path
+// carries) is written. Another request of the client written meanwhile does
+// not count. forget withdraws it.
+func (w *wire) expect(marker string) *expectation {
+	e := &expectation{marker: []byte(marker), seen: make(chan struct{})}
 	w.mu.Lock()
 	w.expected = append(w.expected, e)
 	w.mu.Unlock()
-	return e.seen
+	return e
 }
 
 func (w *wire) forget(marker string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.expected = slices.DeleteFunc(w.expected, func(e expectation) bool { return string(e.marker) == marker })
+	w.expected = slices.DeleteFunc(w.expected, func(e *expectation) bool { return string(e.marker) == marker })
 }
 
-// sawWrite closes the expectations p fulfils; w.mu is held.
-func (w *wire) sawWrite(p []byte) {
-	w.expected = slices.DeleteFunc(w.expected, func(e expectation) bool {
+// replyZxid is the zxid of the reply to the expected packet, 0 if none came
+// (yet), or the reply was an error, or the packet was not seen.
+func (e *expectation) replyZxid() int64 { return e.zxid.Load() }
+
+// sawWrite closes the expectations p fulfils and returns them; w.mu is held.
+func (w *wire) sawWrite(p []byte) []*expectation {
+	var met []*expectation
+	w.expected = slices.DeleteFunc(w.expected, func(e *expectation) bool {
 		if !bytes.Contains(p, e.marker) {
 			return false
 		}
 		close(e.seen)
+		met = append(met, e)
 		return true
 	})
+	return met
 }
 
 // lastContact returns the latest moment the server is known to have heard
@@ -188,6 +209,8 @@ type wireConn struct {
 	handled bool // the current frame's header was processed
 	frames  int  // frames read on this connection
 
+	awaiting map[int32]*expectation // expected packets written here, by xid, until their reply
+
 	// Read buffer, used only by go-zookeeper's receive goroutine.
 	// go-zookeeper reads every reply in two reads (length, then payload);
 	// the buffer serves both from one system call.
@@ -208,11 +231,25 @@ func (c *wireConn) Write(p []byte) (int, error) {
 	w := c.w
 	w.mu.Lock()
 	w.writes++
+	var met []*expectation
 	if len(w.expected) > 0 {
-		w.sawWrite(p)
+		met = w.sawWrite(p)
 	}
 	w.mu.Unlock()
+	if len(met) > 0 && len(p) >= 8 {
+		c.await(int32(binary.BigEndian.Uint32(p[4:8])), met[0]) // go-zookeeper writes [length][xid]...
+	}
 	return c.Conn.Write(p)
+}
+
+// await keeps e until the reply to the request with xid arrives.
+func (c *wireConn) await(xid int32, e *expectation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.awaiting == nil {
+		c.awaiting = make(map[int32]*expectation)
+	}
+	c.awaiting[xid] = e
 }
 
 func (c *wireConn) Read(p []byte) (int, error) {
@@ -335,8 +372,15 @@ func (c *wireConn) frame() {
 	if c.headN < 4 {
 		return
 	}
-	if xid := int32(binary.BigEndian.Uint32(c.head[:4])); xid == -1 {
+	xid := int32(binary.BigEndian.Uint32(c.head[:4]))
+	if xid == -1 {
 		return // a watch notification: the server sends it unasked
+	}
+	if e, ok := c.awaiting[xid]; ok && c.headN == len(c.head) {
+		delete(c.awaiting, xid)
+		if binary.BigEndian.Uint32(c.head[12:16]) == 0 { // no error
+			e.zxid.Store(int64(binary.BigEndian.Uint64(c.head[4:12])))
+		}
 	}
 	c.answered(0, false)
 }

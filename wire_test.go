@@ -374,14 +374,14 @@ func TestPureWireExpectWaitsForItsOwnPacket(t *testing.T) {
 	_, err := c.Write([]byte("getData /a/_c_guid-0-lock-0000000001"))
 	require.NoError(t, err)
 	select {
-	case <-seen:
+	case <-seen.seen:
 		t.Fatal("another packet fulfilled the expectation")
 	default:
 	}
 	_, err = c.Write([]byte("create /a/_c_guid-1-lock-"))
 	require.NoError(t, err)
 	select {
-	case <-seen:
+	case <-seen.seen:
 	default:
 		t.Fatal("the create's packet did not fulfil it")
 	}
@@ -390,7 +390,7 @@ func TestPureWireExpectWaitsForItsOwnPacket(t *testing.T) {
 	_, err = c.Write([]byte("create /a/_c_guid-2-lock-"))
 	require.NoError(t, err)
 	select {
-	case <-other:
+	case <-other.seen:
 		t.Fatal("a forgotten expectation was fulfilled")
 	default:
 	}

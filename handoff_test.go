@@ -1,0 +1,108 @@
+package zklock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// The fencing token read off the create's reply equals the node's creation
+// zxid as the server reports it, under concurrency: four clients, each with
+// writers of its own, on two paths, every create racing others' writes.
+func TestTokenFromTheCreateReplyIsTheCzxid(t *testing.T) {
+	obs := observer(t)
+	paths := []string{lockPath(t), lockPath(t)}
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		c := connect(t)
+		for w := 0; w < 2; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				m := mustMutex(t, c, paths[(i+w)%2])
+				for n := 0; n < 10; n++ {
+					l, err := m.Acquire(ctxTimeout(t, 20*time.Second))
+					if !assert.NoError(t, err) {
+						return
+					}
+					tok, err := l.Token(context.Background())
+					assert.NoError(t, err)
+					_, stat, err := obs.Get(l.Node())
+					if assert.NoError(t, err) {
+						assert.Equal(t, stat.Czxid, tok, "token of %s", l.Node())
+					}
+					assert.NoError(t, l.Release(context.Background()))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// A waiter that was next in line holds as soon as the release reaches it: the
+// hand-off costs no request after the holder's delete. Through a proxy that
+// delays every chunk 20 ms each way, the time from the holder's delete being
+// confirmed to the waiter holding is one one-way trip (the watch event), not
+// two more (a read of the waiter's own node).
+func TestHandOffNeedsNoRoundTripAfterTheRelease(t *testing.T) {
+	const oneWay = 20 * time.Millisecond
+	p := lockPath(t)
+	obs := observer(t)
+	holder, err := mustMutex(t, connect(t), p).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	proxy.SetDelay(oneWay)
+	w := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(testSession))
+	got := make(chan time.Time, 1)
+	go func() {
+		l, err := mustMutex(t, w, p).Acquire(ctxTimeout(t, 20*time.Second))
+		got <- time.Now()
+		if assert.NoError(t, err) {
+			assert.NoError(t, l.Release(context.Background()))
+		}
+	}()
+	waitChildren(t, obs, p, 2)
+	time.Sleep(10 * oneWay) // the waiter's watches are set (they ride the proxy's delay)
+	require.NoError(t, holder.Release(context.Background()))
+	released := time.Now()
+	took := (<-got).Sub(released)
+	t.Logf("waiter held %v after the release was confirmed (one way: %v)", took.Round(time.Millisecond), oneWay)
+	require.Less(t, took, 3*oneWay, "the waiter made a round trip after the release")
+}
+
+// The shortcut is safe: when the waiter's own node is deleted by someone
+// else before the holder leaves, the waiter is not granted on the dead node.
+// (The order of events tells, with no read.)
+func TestHandOffRefusedWhenTheWaitersNodeWentFirst(t *testing.T) {
+	for i := 0; i < 5; i++ {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			p, obs, _, holder := holding(t)
+			tokenOf(holder)
+			base := mntr(t).WatchCount()
+			c := connect(t, zklock.WithRequeueOnExpiry(false))
+			errc := make(chan error, 1)
+			go func() {
+				l, err := mustMutex(t, c, p).Acquire(ctxTimeout(t, 20*time.Second))
+				if err == nil {
+					_ = l.Release(context.Background())
+				}
+				errc <- err
+			}()
+			children := waitChildren(t, obs, p, 2)
+			eventually(t, "the waiter's two watches", func() bool { return mntr(t).WatchCount() >= base+2 })
+			waiter := lockChildren(t, obs, p)[1]
+			require.Len(t, children, 2)
+			require.NoError(t, obs.Delete(p+"/"+waiter, -1))
+			require.NoError(t, holder.Release(context.Background()))
+			require.ErrorIs(t, <-errc, zklock.ErrQueueNodeDeleted)
+		})
+	}
+}
