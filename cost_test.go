@@ -33,8 +33,8 @@ type acquireFn func(t *testing.T, c *zklock.Client, p string) func(context.Conte
 var primitives = []struct {
 	name    string
 	acquire acquireFn
-	cycle   cost // one uncontended acquire + release, once the path exists
-	handOff cost // the holder's release and the next one's grant, with that one waiting
+	cycle   cost  // one uncontended acquire + release, once the path exists
+	handOff cost  // the holder's release and the next one's grant, with that one waiting
 	watches int64 // watches a waiter sets before the hand-off
 }{
 	// A cycle: the create and the listing sent together, the own-node read

@@ -31,12 +31,12 @@ type wire struct {
 	mu       sync.Mutex
 	conns    map[*wireConn]struct{} // open connections, closed by shutdown
 	closed   bool
-	lastErr  error         // why the newest connection failed, for Connect's error
-	writes   uint64        // packets written, over all connections
+	lastErr  error          // why the newest connection failed, for Connect's error
+	writes   uint64         // packets written, over all connections
 	expected []*expectation // packets awaited by what they carry
-	contact  int64         // send time (ns since epoch) of the newest request the server answered
-	granted  time.Duration // session timeout from the newest connect response
-	dials    uint64        // connections opened so far: the connection epoch
+	contact  int64          // send time (ns since epoch) of the newest request the server answered
+	granted  time.Duration  // session timeout from the newest connect response
+	dials    uint64         // connections opened so far: the connection epoch
 }
 
 func newWire() *wire {
