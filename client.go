@@ -46,6 +46,7 @@ type Client struct {
 	holds      holdTable        // reentrant.go's, under its own lock
 	containers containerSupport // parents.go's, under its own lock
 	cleaner    *cleaner
+	clock      *lossClock
 }
 
 // Connect dials ZooKeeper and returns once a session is established, or
@@ -213,6 +214,9 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 	}
 	c.sess.end() // no session yet
 	c.cleaner = newCleaner(c)
+	c.clock = newLossClock(c)
+	c.wg.Add(1)
+	go c.clock.run()
 	return c
 }
 

@@ -373,8 +373,6 @@ func (l *Lease) monitor() {
 	sessLost, presumed := q.sess.lost, l.presumed
 	var own <-chan zk.Event
 	var rewatch <-chan result[<-chan zk.Event]
-	timer := time.NewTimer(c.checkInterval())
-	defer timer.Stop()
 	for {
 		var lost error
 		select {
@@ -400,9 +398,8 @@ func (l *Lease) monitor() {
 			sessLost, lost = nil, c.lossCheck(q)
 		case <-presumed:
 			presumed, lost = nil, fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)
-		case <-timer.C:
+		case <-c.clock.current():
 			lost = c.lossCheck(q)
-			timer.Reset(c.checkInterval())
 		}
 		if lost != nil {
 			l.lose(lost) // ends the lease, or waits for a Release's outcome
@@ -522,8 +519,8 @@ func (c *Client) untilLossDeadline() time.Duration {
 	return time.Until(contact.Add(time.Duration(float64(granted)*lossFraction) - c.opts.followerLag))
 }
 
-// checkInterval is how long the monitor sleeps between loss checks: until the
-// loss deadline, and at most a third of the session timeout, so a session
+// checkInterval is how long the loss clock sleeps between loss checks: until
+// the loss deadline, and at most a third of the session timeout, so a session
 // change that no event announced is noticed too.
 func (c *Client) checkInterval() time.Duration {
 	d := c.opts.sessionTimeout / 3

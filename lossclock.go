@@ -1,0 +1,65 @@
+package zklock
+
+import (
+	"sync"
+	"time"
+)
+
+// lossClock applies the loss rule for all of a client's leases at once: one
+// goroutine and one timer per client, however many leases it holds, instead
+// of one timer per lease. It sleeps until the wire's loss deadline (or a
+// third of the session timeout, to notice a session change no event
+// announced), and when the deadline has passed it closes its alarm: every
+// lease's monitor wakes and applies the rule itself (Client.lossCheck).
+type lossClock struct {
+	c *Client
+
+	mu    sync.Mutex
+	alarm chan struct{} // closed once leases must be presumed lost
+}
+
+func newLossClock(c *Client) *lossClock {
+	return &lossClock{c: c, alarm: make(chan struct{})}
+}
+
+// current returns the alarm a monitor waits on: a closed one only while a
+// loss is due, so a monitor that found its lease still held after an alarm
+// (contact came back meanwhile) gets a fresh one and does not spin.
+func (k *lossClock) current() <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if isDone(k.alarm) && !k.due() {
+		k.alarm = make(chan struct{})
+	}
+	return k.alarm
+}
+
+// due reports that the wire's loss deadline has passed.
+func (k *lossClock) due() bool { return k.c.wire != nil && k.c.untilLossDeadline() <= 0 }
+
+// run ticks until the client closes; Close waits for it (c.wg).
+func (k *lossClock) run() {
+	c := k.c
+	defer c.wg.Done()
+	t := time.NewTimer(c.checkInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-c.closing:
+			return
+		}
+		c.syncSession() // a session change that no event announced ends its leases
+		k.mu.Lock()
+		due := k.due()
+		if due && !isDone(k.alarm) {
+			close(k.alarm)
+		}
+		k.mu.Unlock()
+		next := c.checkInterval()
+		if due {
+			next = c.opts.sessionTimeout / 3 // past the deadline: nothing to wait for until contact resumes
+		}
+		t.Reset(next)
+	}
+}
