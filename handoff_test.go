@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -105,4 +106,43 @@ func TestHandOffRefusedWhenTheWaitersNodeWentFirst(t *testing.T) {
 			require.ErrorIs(t, <-errc, zklock.ErrQueueNodeDeleted)
 		})
 	}
+}
+
+// After a reconnect the order of events proves nothing (go-zookeeper
+// restores watches in no particular order), so the waiter reads its own node
+// before it holds: the hand-off costs that one read.
+func TestHandOffAfterAReconnectReadsTheOwnNode(t *testing.T) {
+	p, obs, _, holder := holding(t)
+	tokenOf(holder)
+	base := mntr(t).WatchCount()
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	states := make(chan zk.State, 64)
+	w := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(testSession),
+		zklock.WithEventHandler(func(ev zk.Event) {
+			if ev.Type == zk.EventSession {
+				states <- ev.State
+			}
+		}))
+	got := make(chan *zklock.Lease, 1)
+	go func() {
+		l, err := mustMutex(t, w, p).Acquire(ctxTimeout(t, 20*time.Second))
+		assert.NoError(t, err)
+		got <- l
+	}()
+	waitChildren(t, obs, p, 2)
+	eventually(t, "the waiter's two watches", func() bool { return mntr(t).WatchCount() >= base+2 })
+	proxy.Cut()
+	for s := range states { // the same session, on a new connection
+		if s == zk.StateHasSession {
+			break
+		}
+	}
+	eventually(t, "the watches restored", func() bool { return mntr(t).WatchCount() >= base+2 })
+	c := costOf(t, func() {
+		require.NoError(t, holder.Release(context.Background()))
+		l := <-got
+		require.NotNil(t, l)
+		t.Cleanup(func() { _ = l.Release(context.Background()) })
+	})
+	require.Equal(t, cost{1, 1, 2}, c, "the hand-off after a reconnect reads the own node once")
 }
