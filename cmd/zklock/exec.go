@@ -65,10 +65,13 @@ Exit status:
 
 	the command's own exit status, or 128+N if signal N killed it
 	2      usage error (unknown flag, invalid lock path, missing command)
-	69     ZooKeeper could not be reached within --connect-timeout
+	69     ZooKeeper could not be reached: no session within --connect-timeout
+	       (with --try, at most 3s), or contact lost while waiting; the
+	       message names the cause (refused, not ZooKeeper, no answer).
+	       An outage is 69 even when --timeout expires meanwhile.
 	70     zklock failed for another reason (e.g. ZooKeeper refused a request)
 	73     --try: the lock is held, or others wait for it
-	75     --timeout expired before the lock was acquired
+	75     --timeout expired while the lock was held by others
 	76     the lock was lost while the command ran; the command was stopped
 	126    the command cannot be run
 	127    the command was not found
@@ -86,7 +89,7 @@ Examples:
 	flags: func(fs *flag.FlagSet) {
 		addConnFlags(fs)
 		fs.Duration("timeout", 0, "give up (exit 75) if the lock is not acquired within this `duration`; 0 waits for ever")
-		fs.Bool("try", false, "do not wait: exit 73 at once if the lock is held or others wait for it")
+		fs.Bool("try", false, "do not wait: exit 73 at once if the lock is held or others wait for it (and 69 within 3s if ZooKeeper cannot be reached)")
 		fs.Duration("session-timeout", zklock.DefaultSessionTimeout, "ZooKeeper session timeout (a `duration`): how long an unreachable holder keeps the lock")
 		fs.Duration("grace", 10*time.Second, "after losing the lock, how long the command gets between SIGTERM and SIGKILL (a `duration`)")
 		fs.String("owner", "", "`name` recorded in the lock node for 'zklock status' (default: the command's base name)")
@@ -305,7 +308,12 @@ func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acqu
 	if o.verbose {
 		opts = append(opts, zklock.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
 	}
-	client, err := o.conn.connect(ctx, opts...)
+	conn := *o.conn
+	if o.try {
+		// --try never waits for a lock, and not long for ZooKeeper either.
+		conn.connectTimeout = min(conn.connectTimeout, tryConnectTimeout)
+	}
+	client, err := conn.connect(ctx, opts...)
 	if err != nil {
 		return acquired{err: err}
 	}
@@ -321,6 +329,10 @@ func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acqu
 	}
 	return acquired{client, lease, err}
 }
+
+// tryConnectTimeout caps --connect-timeout for --try: a caller that will not
+// wait for the lock should hear of an outage quickly.
+const tryConnectTimeout = 3 * time.Second
 
 type acquireFunc func(context.Context) (*zklock.Lease, error)
 
@@ -364,14 +376,13 @@ func (o *execOpts) primitive(c *zklock.Client) (acquire, try acquireFunc, err er
 // causes apart by the errors they wrap; timedOut: --timeout expired. It
 // closes r's client, if any, after the report.
 func (o *execOpts) acquireFailed(r acquired, timedOut bool, stderr io.Writer) int {
-	switch {
-	case r.client == nil && timedOut:
-		return fail(stderr, exitTimeout, "timed out after %v waiting for %s (no ZooKeeper session yet); check --servers or $%s", o.timeout, o.path, envServers)
-	case r.client == nil:
+	if r.client == nil { // no session: an outage, never contention, whatever --timeout says
 		return fail(stderr, exitUnavailable, "%s", o.conn.unreachable(r.err))
 	}
 	defer closeClient(r.client)
 	switch {
+	case errors.Is(r.err, zklock.ErrUnreachable):
+		return fail(stderr, exitUnavailable, "lost contact with ZooKeeper at %s while waiting for %s: %s", o.conn.servers, o.path, cause(r.err))
 	case errors.Is(r.err, zklock.ErrLocked):
 		return fail(stderr, exitLocked, "lock is held: %s is taken or has waiters; drop --try to wait for it, or see who holds it with 'zklock status %s'", o.path, strings.Join(o.paths, " "))
 	case timedOut:

@@ -10,7 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -220,13 +222,38 @@ func (cf *connFlags) list() []string {
 	return out
 }
 
-// check validates the flags; it returns a usage message or "".
+// check validates the flags without any I/O; it returns a usage message or
+// "". A malformed server list is a usage error at once, not a wait for a
+// session that cannot come.
 func (cf *connFlags) check() string {
-	if len(cf.list()) == 0 {
+	if strings.Trim(cf.servers, ", \t") == "" {
 		return "--servers is empty"
+	}
+	for _, a := range strings.Split(cf.servers, ",") {
+		if msg := checkAddr(strings.TrimSpace(a)); msg != "" {
+			return fmt.Sprintf("--servers %q: %s (want host:port,host:port,...)", cf.servers, msg)
+		}
 	}
 	if cf.connectTimeout <= 0 {
 		return "--connect-timeout must be positive"
+	}
+	return ""
+}
+
+// checkAddr checks one host:port address; it returns what is wrong, or "".
+func checkAddr(a string) string {
+	if a == "" {
+		return "an empty address"
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Sprintf("address %q has no port, or is not host:port", a)
+	}
+	if host == "" {
+		return fmt.Sprintf("address %q has no host", a)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Sprintf("address %q: port %q is not a number from 1 to 65535", a, port)
 	}
 	return ""
 }
@@ -241,11 +268,9 @@ func (cf *connFlags) connect(ctx context.Context, opts ...zklock.Option) (*zkloc
 	return zklock.Connect(cctx, cf.list(), opts...)
 }
 
-// unreachable is the message for a failed connect.
+// unreachable is the message for a failed connect: the library's error
+// names the last cause (refused, not ZooKeeper, no answer).
 func (cf *connFlags) unreachable(err error) string {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Sprintf("cannot reach ZooKeeper at %s within %v; check --servers or $%s, and that ZooKeeper runs ('zklock server' starts one for trying)",
-			cf.servers, cf.connectTimeout, envServers)
-	}
-	return fmt.Sprintf("cannot connect to ZooKeeper at %s: %s; check --servers or $%s", cf.servers, cause(err), envServers)
+	return fmt.Sprintf("cannot reach ZooKeeper at %s: %s; check --servers or $%s, and that ZooKeeper runs ('zklock server' starts one for trying)",
+		cf.servers, cause(err), envServers)
 }

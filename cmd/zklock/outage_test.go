@@ -1,0 +1,105 @@
+package main
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// An unreachable ZooKeeper, from the command line: the cause is named, an
+// outage is 69 (never 75, the code of a busy lock), a malformed server list
+// is a usage error at once, and --try gives up fast.
+
+// refusedAddr is a loopback port nobody listens on.
+func refusedAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// listener accepts connections and hands each to serve (nil: keep it open,
+// silent); closed when the test ends.
+func listener(t *testing.T, serve func(net.Conn)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if serve == nil {
+				t.Cleanup(func() { c.Close() })
+				continue
+			}
+			go serve(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func httpLike(c net.Conn) {
+	_, _ = c.Read(make([]byte, 512))
+	_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
+	c.Close()
+}
+
+func TestOutageNamesTheCause(t *testing.T) {
+	cases := map[string]struct{ addr, cause string }{
+		"refused": {refusedAddr(t), "connection refused"},
+		"http":    {listener(t, httpLike), "not ZooKeeper's"},
+		"silent":  {listener(t, nil), "never answered"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, args := range [][]string{
+				{"status", "--servers", tc.addr, "--connect-timeout", "1s", "/a"},
+				{"exec", "--servers", tc.addr, "--connect-timeout", "1s", "/a", "--", "true"},
+			} {
+				code, _, stderr := runZK(t, 20*time.Second, args...)
+				require.Equal(t, exitUnavailable, code, "%v: %s", args, stderr)
+				require.Contains(t, stderr, tc.cause, "%v", args)
+				require.Contains(t, stderr, tc.addr)
+			}
+		})
+	}
+}
+
+func TestOutageMalformedServersAreUsageErrors(t *testing.T) {
+	for _, servers := range []string{"127.0.0.1:abc", "127.0.0.1", "a,,b", "127.0.0.1:2181,", "127.0.0.1:0", ":2181"} {
+		for _, cmd := range []string{"exec", "status", "break"} {
+			args := []string{cmd, "--servers", servers, "/a"}
+			if cmd == "exec" {
+				args = append(args, "--", "true")
+			}
+			start := time.Now()
+			code, _, stderr := runZK(t, 20*time.Second, args...)
+			require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
+			require.Contains(t, stderr, "--servers")
+			require.Less(t, time.Since(start), 5*time.Second, "%v: no dial should happen", args)
+		}
+	}
+}
+
+// --timeout with ZooKeeper down is an outage (69), not a busy lock (75).
+func TestOutageWithTimeoutIsNotContention(t *testing.T) {
+	code, _, stderr := runZK(t, 20*time.Second, "exec", "--servers", listener(t, nil), "--timeout", "2s", "/a", "--", "true")
+	require.Equal(t, exitUnavailable, code, stderr)
+	require.Contains(t, stderr, "never answered")
+}
+
+// --try gives up within 3 s of the start (plus the binary's start-up) when
+// ZooKeeper does not answer, though --connect-timeout is 15 s.
+func TestOutageTryGivesUpFast(t *testing.T) {
+	start := time.Now()
+	code, _, stderr := runZK(t, 20*time.Second, "exec", "--try", "--servers", listener(t, nil), "/a", "--", "true")
+	took := time.Since(start)
+	require.Equal(t, exitUnavailable, code, stderr)
+	require.Less(t, took, tryConnectTimeout+2*time.Second)
+	t.Logf("--try against a silent server: exit %d after %v", code, took.Round(time.Millisecond))
+}
