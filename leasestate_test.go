@@ -18,7 +18,10 @@ func newTestLease(t *testing.T) *Lease {
 	q.removed.Store(true)
 	l := &Lease{c: c, q: q, presumed: make(chan struct{}), done: make(chan struct{})}
 	c.leases[l] = struct{}{}
-	t.Cleanup(func() { c.wg.Wait() })
+	t.Cleanup(func() {
+		close(c.closing) // ends the client's loss clock
+		c.wg.Wait()
+	})
 	return l
 }
 
