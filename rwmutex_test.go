@@ -91,7 +91,8 @@ func TestRWMutexWriterIsServedBeforeLaterReaders(t *testing.T) {
 	r3 := rwAsync(t, rwOn(t, p), false)
 	waitChildren(t, obs, p, 4)
 	eventually(t, "both late readers watch the writer", func() bool {
-		return watchersOf(t, p+"/"+lockChildren(t, obs, p)[1]) == 2
+		// The writer watches its own node too (set while it waits).
+		return watchersOf(t, p+"/"+lockChildren(t, obs, p)[1]) == 3
 	})
 	notYet(t, w)
 	notYet(t, r2)
