@@ -51,9 +51,10 @@ type Client struct {
 
 // Connect dials ZooKeeper and returns once a session is established, or
 // fails when ctx ends or the connect timeout (WithConnectTimeout, default
-// DefaultConnectTimeout) passes, whichever comes first, whatever the server
-// does (it may refuse the connection, accept it and never answer, or answer
-// with something that is not ZooKeeper). That error matches ErrUnreachable
+// DefaultConnectTimeout) passes, whichever comes first (plus up to about a
+// second to close the attempt), whatever the server does (it may refuse the
+// connection, accept it and never answer, or answer with something that is
+// not ZooKeeper). That error matches ErrUnreachable
 // and names the last cause. A malformed server list fails at once with
 // ErrInvalidOption, as does a WithFollowerLag too large for the session
 // timeout the server granted. Close the client to end the session.

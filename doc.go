@@ -43,11 +43,19 @@
 //
 // # Failures
 //
-// Every blocking call takes a context; its deadline is the timeout. Whatever
-// ends an Acquire early (timeout, cancel, lost reply, error, Close), the
-// caller's queue node is removed, never left to block the queue until the
-// session dies. Errors wrap the sentinels in errors.go and ZooKeeper's own
-// errors; test them with errors.Is.
+// Every blocking call takes a context; its deadline is the timeout. No call
+// waits for ever when ZooKeeper cannot be reached, context.Background()
+// included: Connect has a connect timeout, TryAcquire and Contenders the
+// session timeout, Release returns the loss once the lease must be presumed
+// lost, Close about a second; only Acquire waits for the lock itself through
+// an outage, until Close (the README's "Time bounds" has the table). An
+// outage is reported as ErrUnreachable, never as ErrLocked. Whatever ends an
+// Acquire early (timeout, cancel, lost reply, error, Close), the caller's
+// queue node is removed: before the call returns when ZooKeeper answers, in
+// the background (or by the session's end) when it does not; never left to
+// block the queue for longer than a crashed holder would. Errors wrap the
+// sentinels in errors.go and ZooKeeper's own errors; test them with
+// errors.Is.
 //
 // Lock nodes use the names of Curator's InterProcessMutex and go-zookeeper's
 // zk.Lock ("_c_<guid>-lock-<seq>"), and kazoo's "__lock__" nodes are counted
@@ -61,7 +69,9 @@
 // (with a GUID, so a create whose reply is lost is found again) and sends the
 // listing in the same round trip; turn.go decides from a listing whether the
 // node holds and which one node it waits for; watch.go waits, watching only
-// that node (or, for a semaphore's lease, the path's list), and confirms the node still exists before the lock is granted;
+// that node (or, for a semaphore's lease, the path's list), and proves the
+// node still existed when the one ahead went before the lock is granted (from
+// the order of events, or by a read);
 // remove.go deletes the node on every path that gives it up (mutex.go's ask
 // says what kind of node, and which turn rule, a primitive wants); lease.go turns
 // the node into a Lease, whose state (held, releasing, ended) and loss rule
@@ -69,7 +79,9 @@
 // ZooKeeper request so a caller can stop waiting, sorts errors by what they
 // mean, and holds the one retry policy. session.go follows the ZooKeeper
 // session (events and a cross-check of the connection), wire.go times the
-// bytes on the connection (the loss clock), client.go holds Connect and
+// bytes on the connection (last contact, connection epochs, the create's
+// zxid), lossclock.go applies the loss rule for all leases of a client,
+// servers.go checks server lists, client.go holds Connect and
 // Close, options.go the options. mutex.go, reentrant.go, singleton.go,
 // rwmutex.go, semaphore.go and multilock.go (with its composite lease) are
 // the primitives on that core; watch.go also holds how each waits (on one

@@ -92,8 +92,13 @@ func ExampleMutex_Do() {
 	mu, _ := client.NewMutex("/examples/do")
 
 	err := mu.Do(context.Background(), func(ctx context.Context) error {
-		// ctx is cancelled the moment the lock is lost.
-		fmt.Println("running alone")
+		// ctx is cancelled the moment the lock is lost; its lease gives the
+		// fencing token to hand to the resource, and Err to check last.
+		lease := zklock.LeaseOf(ctx)
+		token, _ := lease.Token(ctx)
+		if lease.Err() == nil && token > 0 {
+			fmt.Println("running alone")
+		}
 		return nil
 	})
 	fmt.Println(err)

@@ -9,7 +9,8 @@ import (
 
 // Do acquires the lock, runs fn while holding it, releases it, and returns
 // fn's error. fn's context is cancelled the moment the lease ends (the lock
-// is lost) or ctx ends; context.Cause then tells which. If the lock was lost
+// is lost) or ctx ends; context.Cause then tells which. LeaseOf(ctx) gives fn
+// the lease: its fencing token, and Err to check right before acting. If the lock was lost
 // while fn ran, the error matches ErrLockLost (and wraps fn's error, if any).
 // Its time bound is Acquire's, then fn's, then a Release of at most the
 // cleanup timeout (the loss at once, if the lease is already lost).
@@ -21,9 +22,20 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	return m.c.runHolding(ctx, l, fn)
 }
 
+// leaseKey keys the lease in the context Do and RunSingleton give fn.
+type leaseKey struct{}
+
+// LeaseOf returns the Lease under which Do or RunSingleton runs the function
+// it was given ctx for, or nil elsewhere: check its Err right before acting,
+// and pass its Token to the resource, which must refuse older tokens.
+func LeaseOf(ctx context.Context) *Lease {
+	l, _ := ctx.Value(leaseKey{}).(*Lease)
+	return l
+}
+
 // runHolding runs fn under l and releases l afterwards.
 func (c *Client) runHolding(ctx context.Context, l *Lease, fn func(ctx context.Context) error) error {
-	fctx, cancel := context.WithCancelCause(ctx)
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, l))
 	l.whenEnded(cancel) // at once, before zklock deletes the node (Close)
 	ferr := fn(fctx)
 	cancel(context.Canceled)

@@ -105,3 +105,24 @@ func TestRunSingletonHandsOverOnPartition(t *testing.T) {
 	require.ErrorIs(t, <-doneA, context.Canceled)
 	require.Zero(t, overlaps.Load(), "two singletons ran at once")
 }
+
+// Do and RunSingleton hand fn its lease: the one that holds the node, with
+// its token; outside them LeaseOf is nil.
+func TestDoAndRunSingletonHandFnTheLease(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	m := mustMutex(t, connect(t), p)
+	require.Nil(t, zklock.LeaseOf(context.Background()))
+	check := func(ctx context.Context) {
+		l := zklock.LeaseOf(ctx)
+		require.NotNil(t, l)
+		require.NoError(t, l.Err())
+		tok, err := l.Token(ctx)
+		require.NoError(t, err)
+		_, stat, err := obs.Get(l.Node())
+		require.NoError(t, err)
+		require.Equal(t, stat.Czxid, tok)
+	}
+	require.NoError(t, m.Do(ctxTimeout(t, 10*time.Second), func(ctx context.Context) error { check(ctx); return nil }))
+	require.NoError(t, m.RunSingleton(ctxTimeout(t, 10*time.Second), func(ctx context.Context) error { check(ctx); return nil }))
+}

@@ -197,6 +197,17 @@ func (c *Client) takeOwnRead(ctx context.Context, q *queueNode, own <-chan resul
 		return nil
 	}
 	res, err := await(ctx, c, own)
+	err = c.ownReadError(q, res, err)
+	if errors.Is(err, errRetry) {
+		q.ownEpoch = 0 // read again on the next wait
+	}
+	return err
+}
+
+// ownReadError says what one read of q's own node means for the wait: nil
+// when the node is q's, in its session (recorded as the lease's own read),
+// errRetry after a dropped connection, else why q cannot hold.
+func (c *Client) ownReadError(q *queueNode, res ownRead, err error) error {
 	switch kind := classify(err); {
 	case kind == errNone && res.owner == q.sess.id:
 		q.finishFetch(res, nil)
@@ -208,7 +219,6 @@ func (c *Client) takeOwnRead(ctx context.Context, q *queueNode, own <-chan resul
 	case kind == errStop:
 		return err
 	case kind == errConnection:
-		q.ownEpoch = 0 // read again on the next wait
 		return errRetry
 	}
 	return fmt.Errorf("zklock: read %s: %w", q.full(), err)
@@ -264,22 +274,16 @@ func (c *Client) nextEvent(ctx context.Context, q *queueNode, ch <-chan zk.Event
 
 // confirmHead proves, after the holder ahead left, that q's node still exists
 // in its session: only then is the lock ours. (If someone deleted it, the
-// waiter behind it may also be watching that holder.) The read is the own-node
-// read of the lease, so it costs nothing extra when the own-node watch is on.
+// waiter behind it may also be watching that holder.) It is needed only where
+// the order of events proves nothing (see ownWatchProves): after a reconnect,
+// after an event on the own node, or without the wire; where the lease's
+// own-node read was not made yet, this read is it.
 func (c *Client) confirmHead(ctx context.Context, q *queueNode) error {
 	r := c.retrier(ctx, q.sess)
 	for {
 		res, err := call(ctx, c, q.readOwn)
-		switch kind := classify(err); {
-		case kind == errNone && res.owner == q.sess.id:
-			q.finishFetch(res, nil)
-			return nil
-		case kind == errNone, kind == errSession:
-			return errSessionOver
-		case errors.Is(err, zk.ErrNoNode):
-			return c.goneReason(q)
-		case kind != errConnection:
-			return fmt.Errorf("zklock: read %s: %w", q.full(), err)
+		if err := c.ownReadError(q, res, err); !errors.Is(err, errRetry) {
+			return err
 		}
 		if err := r.wait(); err != nil {
 			return err
