@@ -18,6 +18,9 @@ type Contender struct {
 	Reader   bool   // a reader of a read/write lock (it shares with other readers)
 	Owner    Owner  // the record zklock writes; zero for nodes of other libraries
 	Data     []byte // the node's raw data, whatever library wrote it
+	// RevokeRequested: someone asked this node's holder to release
+	// (AskToRelease, Curator's Revoker); the request replaced the owner record.
+	RevokeRequested bool
 }
 
 // Contenders lists everyone queued on the lock at path, holder first, in
@@ -93,7 +96,7 @@ func (c *Client) contenders(ctx context.Context, path string) ([]Contender, erro
 		if err != nil {
 			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, n.name, err)
 		}
-		ct := Contender{Node: path + "/" + n.name, Sequence: n.seq, Token: r.stat.Czxid, Data: r.data, Reader: n.shared}
+		ct := Contender{Node: path + "/" + n.name, Sequence: n.seq, Token: r.stat.Czxid, Data: r.data, Reader: n.shared, RevokeRequested: isRevokeRequest(r.data)}
 		ct.Owner, _ = parseOwner(r.data) // not ours: the raw data says what there is
 		out = append(out, ct)
 	}

@@ -31,6 +31,9 @@ type Lease struct {
 	presumed    chan struct{} // closed when the connection dropped and there is no wire clock
 	presumeOnce sync.Once
 
+	revoke     chan struct{} // closed when someone asks the holder to release (revoke.go)
+	revokeOnce sync.Once
+
 	mu         sync.Mutex
 	state      leaseState
 	err        error // why the lease ended; nil until then
@@ -38,6 +41,7 @@ type Lease struct {
 	errClaimed bool  // a Release has reported the end already
 	done       chan struct{}
 	onEnd      []func(error) // run when the lease ends, under mu: they must not block
+	onRevoke   []func()      // run when a release is asked for, under mu (revoke.go)
 }
 
 // leaseState is where a lease is in its life. The transitions, all in this
@@ -59,7 +63,7 @@ const (
 // between the grant and now, a connection that just dropped) is returned
 // with Done closed.
 func (c *Client) newLease(q *queueNode) *Lease {
-	l := &Lease{c: c, q: q, since: time.Now(), presumed: make(chan struct{}), done: make(chan struct{})}
+	l := &Lease{c: c, q: q, since: time.Now(), presumed: make(chan struct{}), revoke: make(chan struct{}), done: make(chan struct{})}
 	c.mu.Lock()
 	if c.isClosed() {
 		c.mu.Unlock()
@@ -372,7 +376,7 @@ func (l *Lease) monitor() {
 	fetched := q.fetched // without the own-node watch, closed only if Token reads the node
 	sessLost, presumed := q.sess.lost, l.presumed
 	var own <-chan zk.Event
-	var rewatch <-chan result[<-chan zk.Event]
+	var rewatch <-chan result[ownWatch]
 	for {
 		var lost error
 		select {
@@ -383,6 +387,9 @@ func (l *Lease) monitor() {
 			if q.fetchErr != nil {
 				lost = fetchLost(q.full(), q.fetchErr)
 			}
+			if q.revokeAsked {
+				l.revokeRequested()
+			}
 		case ev := <-own:
 			own = nil
 			lost = l.ownNodeEvent(ev)
@@ -390,9 +397,12 @@ func (l *Lease) monitor() {
 				rewatch = l.watchOwnNode()
 			}
 		case r := <-rewatch:
-			rewatch, own = nil, r.v // nil after an error: the other checks still apply
+			rewatch, own = nil, r.v.ev // nil after an error: the other checks still apply
 			if errors.Is(r.err, zk.ErrNoNode) {
 				lost = deletedByOther(q.full())
+			}
+			if isRevokeRequest(r.v.data) {
+				l.revokeRequested()
 			}
 		case <-sessLost:
 			sessLost, lost = nil, c.lossCheck(q)
@@ -435,12 +445,18 @@ func (l *Lease) ownNodeEvent(ev zk.Event) error {
 	return nil
 }
 
+// ownWatch is the own-node watch set again, with the data it read.
+type ownWatch struct {
+	ev   <-chan zk.Event
+	data []byte
+}
+
 // watchOwnNode sets the own-node watch again, without blocking the monitor.
-func (l *Lease) watchOwnNode() <-chan result[<-chan zk.Event] {
+func (l *Lease) watchOwnNode() <-chan result[ownWatch] {
 	c, node := l.c, l.q.full()
-	return goCall(c, func() (<-chan zk.Event, error) {
-		_, _, ch, err := c.conn.GetW(node)
-		return ch, err
+	return goCall(c, func() (ownWatch, error) {
+		data, _, ch, err := c.conn.GetW(node)
+		return ownWatch{ch, data}, err
 	})
 }
 

@@ -16,10 +16,14 @@ type lossClock struct {
 
 	mu    sync.Mutex
 	alarm chan struct{} // closed once leases must be presumed lost
+
+	// states is the session state users see (sessionstate.go): the clock
+	// says when contact is lost, and when it came back without an event.
+	states *stateFeed
 }
 
 func newLossClock(c *Client) *lossClock {
-	return &lossClock{c: c, alarm: make(chan struct{})}
+	return &lossClock{c: c, alarm: make(chan struct{}), states: newStateFeed()}
 }
 
 // current returns the alarm a monitor waits on: a closed one only while a
@@ -56,10 +60,24 @@ func (k *lossClock) run() {
 			close(k.alarm)
 		}
 		k.mu.Unlock()
+		k.reportContact(due)
 		next := c.checkInterval()
 		if due {
 			next = c.opts.sessionTimeout / 3 // past the deadline: nothing to wait for until contact resumes
 		}
 		t.Reset(next)
+	}
+}
+
+// reportContact moves the session state on what the clock saw: lost past
+// the deadline, reconnected when contact came back on the same session
+// (after a stall no event announces that).
+func (k *lossClock) reportContact(due bool) {
+	c := k.c
+	switch {
+	case due:
+		k.states.set(StateLost)
+	case k.states.get() == StateLost && c.connSession() != 0:
+		k.states.set(StateConnected) // from lost: reconnected
 	}
 }

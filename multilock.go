@@ -161,8 +161,9 @@ func releaseAll(ctx context.Context, c *Client, parts []*Lease) error {
 
 // newMultiLease makes one Lease of parts: it ends when any part ends.
 func newMultiLease(c *Client, parts []*Lease) *Lease {
-	l := &Lease{c: c, parts: parts, done: make(chan struct{})}
+	l := &Lease{c: c, parts: parts, revoke: make(chan struct{}), done: make(chan struct{})}
 	for _, p := range parts {
+		p.whenRevokeRequested(l.revokeRequested)
 		p.whenEnded(func(why error) {
 			// A loss, Close, or a part released on its own ends the whole;
 			// during the lease's own Release, Done closes after the last part.

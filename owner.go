@@ -18,6 +18,7 @@ type Owner struct {
 	Client    string    `json:"client,omitempty"`    // the Client's random id
 	Goroutine int64     `json:"goroutine,omitempty"` // set when no explicit owner was named
 	Name      string    `json:"owner,omitempty"`     // the explicit owner named with WithOwner
+	Value     string    `json:"value,omitempty"`     // what a leader publishes (Election.Campaign, Proclaim; RunSingleton's WithValue)
 	Since     time.Time `json:"since"`               // when the node was created (joined the queue)
 }
 
@@ -45,6 +46,10 @@ func (o Owner) marshal() []byte {
 	}
 	if o.Name != "" {
 		b = appendJSONString(append(b, `"owner":`...), o.Name)
+		b = append(b, ',')
+	}
+	if o.Value != "" {
+		b = appendJSONString(append(b, `"value":`...), o.Value)
 		b = append(b, ',')
 	}
 	since, err := o.Since.MarshalJSON()

@@ -16,6 +16,7 @@ func TestPureOwnerRoundTrip(t *testing.T) {
 		{Host: "web-1", PID: 4242, Client: "0123456789abcdef", Goroutine: 17, Since: since},
 		{Host: "web-1", PID: 4242, Client: "0123456789abcdef", Name: "job-9", Since: since},
 		{Client: "c", Name: "ünïcødé \"quoted\" \n", Since: since},
+		{Client: "c", Value: "leader at 10.0.0.7:8080", Since: since},
 	} {
 		got, ok := parseOwner(o.marshal())
 		require.True(t, ok, "%+v", o)
@@ -93,11 +94,11 @@ func asJSON(s string) string { return string([]rune(s)) }
 // marshal is hand-written for speed; it must write exactly what
 // encoding/json writes, for any owner.
 func FuzzOwnerMarshalMatchesEncodingJSON(f *testing.F) {
-	f.Add("web-1", 4242, "0123456789abcdef", int64(17), "", int64(0))
-	f.Add("", 0, "", int64(0), "ünï <&> \"q\" \n\x00", int64(-1))
-	f.Add("h", -3, "c", int64(-9), "\xff", int64(1<<62))
-	f.Fuzz(func(t *testing.T, host string, pid int, client string, g int64, name string, nanos int64) {
-		o := Owner{Host: host, PID: pid, Client: client, Goroutine: g, Name: name, Since: time.Unix(0, nanos).UTC()}
+	f.Add("web-1", 4242, "0123456789abcdef", int64(17), "", "", int64(0))
+	f.Add("", 0, "", int64(0), "ünï <&> \"q\" \n\x00", "10.0.0.7:8080", int64(-1))
+	f.Add("h", -3, "c", int64(-9), "\xff", "\xfe<", int64(1<<62))
+	f.Fuzz(func(t *testing.T, host string, pid int, client string, g int64, name, value string, nanos int64) {
+		o := Owner{Host: host, PID: pid, Client: client, Goroutine: g, Name: name, Value: value, Since: time.Unix(0, nanos).UTC()}
 		want, err := json.Marshal(o)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(o.marshal()))

@@ -40,8 +40,10 @@ type queueNode struct {
 	// known; the own-node read gives it then). It is the fencing token.
 	createZxid int64
 	ownEv      <-chan zk.Event // the own-node watch, when set
-	fetchErr   error
-	removed    atomic.Bool
+	// revokeAsked: the own-node read found a request to release (revoke.go).
+	revokeAsked bool
+	fetchErr    error
+	removed     atomic.Bool
 
 	// ownEpoch is the wire's connection epoch just before a waiter sent its
 	// own-node read (0: the read was not made while waiting, or there is no
@@ -294,6 +296,7 @@ type ownRead struct {
 	czxid int64
 	owner int64 // the session the node belongs to
 	ev    <-chan zk.Event
+	data  []byte
 }
 
 // readOwn reads q's node once, setting the own-node watch when enabled and
@@ -301,23 +304,24 @@ type ownRead struct {
 func (q *queueNode) readOwn() (ownRead, error) {
 	c := q.c
 	if c.opts.watchOwnNode && !isDone(q.fetched) {
-		_, stat, ev, err := c.conn.GetW(q.full())
+		data, stat, ev, err := c.conn.GetW(q.full())
 		if err != nil {
 			return ownRead{}, err
 		}
-		return ownRead{stat.Czxid, stat.EphemeralOwner, ev}, nil
+		return ownRead{stat.Czxid, stat.EphemeralOwner, ev, data}, nil
 	}
-	_, stat, err := c.conn.Get(q.full())
+	data, stat, err := c.conn.Get(q.full())
 	if err != nil {
 		return ownRead{}, err
 	}
-	return ownRead{czxid: stat.Czxid, owner: stat.EphemeralOwner}, nil
+	return ownRead{czxid: stat.Czxid, owner: stat.EphemeralOwner, data: data}, nil
 }
 
 // finishFetch records the outcome of the own-node read, once.
 func (q *queueNode) finishFetch(r ownRead, err error) {
 	q.fetchOnce.Do(func() {
 		q.czxid, q.ownEv, q.fetchErr = r.czxid, r.ev, err
+		q.revokeAsked = isRevokeRequest(r.data)
 		if err == nil && r.owner != q.sess.id {
 			q.fetchErr = fmt.Errorf("%w: node %s belongs to session 0x%x, not 0x%x", ErrLockLost, q.full(), r.owner, q.sess.id)
 		}

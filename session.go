@@ -42,14 +42,23 @@ func (c *Client) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
+	states := c.clock.states
 	switch ev.State {
-	case zk.StateHasSession, zk.StateExpired:
+	case zk.StateHasSession:
 		c.syncSession()
+		if !c.clock.due() {
+			states.set(StateConnected) // or reconnected, after a drop
+		}
+	case zk.StateExpired:
+		c.syncSession()
+		states.set(StateExpired)
 	case zk.StateDisconnected:
+		states.set(StateSuspended)
 		if c.wire == nil {
 			// Without the wire clock the earliest possible expiry is unknown:
 			// leases are presumed lost at once (see NewClient).
 			c.presumeLeasesLost()
+			states.set(StateLost)
 		}
 	}
 }
@@ -79,12 +88,16 @@ func (c *Client) syncSession() (*session, <-chan struct{}) {
 	if c.sess.id != current && !c.sess.ended() {
 		c.log.Warn("zklock: session expired", "session", fmt.Sprintf("0x%x", c.sess.id))
 		c.sess.end()
+		if c.sess.id != 0 && !c.isClosed() && !c.connIsEnded() {
+			c.clock.states.set(StateExpired)
+		}
 	}
 	if live != 0 && c.sess.ended() && !c.isClosed() && !c.connIsEnded() {
 		c.sess = newSession(live)
 		close(c.ready)
 		c.ready = make(chan struct{})
 		c.log.Info("zklock: session established", "session", fmt.Sprintf("0x%x", live))
+		c.clock.states.set(StateConnected) // reconnected, after an expiry
 	}
 	return c.sess, c.ready
 }

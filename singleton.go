@@ -65,6 +65,14 @@ type SingletonOption func(*singletonConfig)
 type singletonConfig struct {
 	onElected func(*Lease)
 	onLost    func(error)
+	value     string
+}
+
+// WithValue publishes v with the singleton's owner record while it runs fn,
+// as Election.Campaign's value: Election.Leader and Observe on the same path
+// (and zklock leader) say who runs it and where.
+func WithValue(v string) SingletonOption {
+	return func(s *singletonConfig) { s.value = v }
 }
 
 // OnElected is called (on RunSingleton's goroutine) each time this process
@@ -79,7 +87,8 @@ func OnLost(fn func(error)) SingletonOption {
 	return func(s *singletonConfig) { s.onLost = fn }
 }
 
-// RunSingleton makes sure at most one process runs fn for the lock's path at a time:
+// RunSingleton makes sure at most one process runs fn for the lock's path at a time
+// (an election: Election.Leader on the same path says who runs it):
 // it campaigns for the lock, runs fn while it holds it, and when the lock is
 // lost it cancels fn's context, waits for fn to return, then waits for a
 // working session and campaigns again, at the back of the queue. It returns
@@ -102,7 +111,9 @@ func (m *Mutex) RunSingleton(ctx context.Context, fn func(ctx context.Context) e
 	c := m.c
 	var pause time.Duration
 	for {
-		l, err := m.Acquire(ctx)
+		a := c.exclusive(ctx, m.path, false)
+		a.owner.Value = cfg.value
+		l, err := c.acquire(ctx, a)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,90 @@
+package zklock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Revocation is a request to a holder to release, made by writing a fixed
+// message into its node, as Curator's Revoker does: a Curator holder made
+// revocable hears zklock's requests, and a zklock holder hears Curator's.
+// It is cooperative: nothing is taken from a holder that does not listen
+// (zklock break deletes the node instead).
+
+// revokeMessage is the data Curator's Revoker.attemptRevoke writes.
+var revokeMessage = []byte("__REVOKE__")
+
+func isRevokeRequest(data []byte) bool { return bytes.Equal(data, revokeMessage) }
+
+// RevokeRequested returns a channel closed once someone has asked the holder
+// to release (AskToRelease, zklock break --ask, Curator's Revoker). A holder
+// that honours such requests selects on it and releases. The request
+// replaces the owner record in the node, so Contenders shows the node with
+// RevokeRequested set and no owner from then on. It is heard through the
+// own-node watch, at no extra request: with WithOwnNodeWatch(false) the
+// channel never closes. A MultiLock's lease hears a request to any part.
+func (l *Lease) RevokeRequested() <-chan struct{} { return l.revoke }
+
+// revokeRequested closes the revoke channel once and tells the hooks (a
+// MultiLock lease made of this part).
+func (l *Lease) revokeRequested() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if isDone(l.revoke) {
+		return
+	}
+	close(l.revoke)
+	for _, fn := range l.onRevoke {
+		fn()
+	}
+	l.onRevoke = nil
+}
+
+// whenRevokeRequested runs fn once a release is asked for, or now if it
+// has been; fn runs under the lease's lock and must not block.
+func (l *Lease) whenRevokeRequested(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if isDone(l.revoke) {
+		fn()
+		return
+	}
+	l.onRevoke = append(l.onRevoke, fn)
+}
+
+// AskToRelease asks the holder of the lock node node (a Contender's Node) to
+// release it, the way Curator's Revoker.attemptRevoke does: it writes the
+// revocation message into the node, replacing its owner record. It returns
+// once ZooKeeper has stored the request, which does not mean the holder has
+// heard it or will honour it. It refuses a node that is not a lock node, so
+// a lock path's own data (a semaphore's limit) is never overwritten, and
+// returns within ctx or the session timeout.
+func (c *Client) AskToRelease(ctx context.Context, node string) error {
+	if err := validatePath(node); err != nil {
+		return err
+	}
+	if _, ok := parseNode(path.Base(node)); !ok {
+		return fmt.Errorf("%w %q: not a lock node (ask a holder's node, from Contenders)", ErrInvalidPath, node)
+	}
+	if !c.track() {
+		return ErrClosed
+	}
+	defer c.wg.Done()
+	ctx, cancel := c.answerBound(ctx)
+	defer cancel()
+	_, err := call(ctx, c, func() (*zk.Stat, error) { return c.conn.Set(node, revokeMessage, -1) })
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("zklock: ask %s to release: the node is gone (released or lost): %w", node, err)
+	case classify(err) == errConnection:
+		return fmt.Errorf("%w: ask %s to release: %w", ErrUnreachable, node, err)
+	}
+	return fmt.Errorf("zklock: ask %s to release: %w", node, err)
+}
