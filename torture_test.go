@@ -150,6 +150,10 @@ type torture struct {
 	serverBusy atomic.Bool    // a server fault is under way (never two down)
 	obsBusy    atomic.Bool    // a hand deletion is under way
 	verdict    verdict
+
+	observerClient *zklock.Client // torture_elect_test.go's
+	observerProxy  *zktest.Proxy
+	leaderWatches  []leaderWatch
 }
 
 func newTorture(t *testing.T, cfg tortureConfig) *torture {
@@ -176,6 +180,8 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 		tt.slots = append(tt.slots, s)
 	}
 	tt.child = tt.startChild()
+	tt.makeFences()
+	tt.startObservers()
 	return tt
 }
 
@@ -234,6 +240,7 @@ func (tt *torture) run() {
 		tt.cancel()
 		tt.workers.Wait()
 	}
+	tt.checkObservers()
 }
 
 // progress waits d, logging a line a minute for long runs.
@@ -311,6 +318,7 @@ func (tt *torture) finish() {
 	}
 	time.Sleep(tortureCleanupDelay)
 	tt.checkTree()
+	tt.removeFences()
 	tt.verdict = tt.lg.check()
 	tt.cancel()
 }
@@ -472,8 +480,10 @@ func (tt *torture) worker(ctx context.Context, s *slot, w int) {
 			o.reentrant(ctx)
 		case n < 54:
 			o.plain(ctx, "try")
-		case n < 64:
+		case n < 60:
 			o.do(ctx)
+		case n < 64:
+			o.elect(ctx)
 		case n < 72:
 			o.singleton(ctx)
 		case n < 84:
@@ -934,10 +944,12 @@ func (tt *torture) report() {
 		margin = v.minMargin.Round(time.Millisecond).String()
 	}
 	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d acquisitions=%d mutex=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d "+
-		"faults{%s} skipped=%d losses=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
+		"elect=%d proclaimed=%d guarded{landed=%d refused_lost=%d refused_version=%d unknown=%d} faults{%s} skipped=%d losses=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
 		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.reentrant"),
 		tt.counts.get("grant.try"), tt.counts.get("try.attempts"), tt.counts.get("grant.do"), tt.counts.get("grant.singleton"),
 		tt.counts.get("grant.read"), tt.counts.get("grant.write"), tt.counts.get("grant.semaphore"), tt.counts.get("grant.multi")/2, tt.counts.get("grant.child"),
+		tt.counts.get("grant.elect"), tt.counts.get("elect.proclaimed"), tt.counts.get("guarded.landed"), tt.counts.get("guarded.refused_lost"),
+		tt.counts.get("guarded.refused_version"), tt.counts.get("guarded.unknown"),
 		strings.Join(faults, " "), skipped, v.losses, v.worst.Round(time.Millisecond), tt.lg.bound, margin, v.fenced, tt.counts.get("child.writes"),
 		tt.cpu.max, tt.cpu.maxCut, len(v.violations))
 	fmt.Println(line)

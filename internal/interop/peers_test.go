@@ -130,6 +130,7 @@ type proc struct {
 	cmd      *exec.Cmd
 	ready    chan struct{}
 	acquired chan struct{} // closed at the first ACQ
+	out      chan string   // the driver's "OUT ..." lines, without the prefix
 	done     chan error
 }
 
@@ -153,7 +154,7 @@ func startProc(t *testing.T, rec *record, name string, shared bool, bin string, 
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start(), "%s", name)
-	p := &proc{name: name, cmd: cmd, ready: make(chan struct{}), acquired: make(chan struct{}), done: make(chan error, 1)}
+	p := &proc{name: name, cmd: cmd, ready: make(chan struct{}), acquired: make(chan struct{}), out: make(chan string, 64), done: make(chan error, 1)}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.done })
 	go func() {
 		err := p.read(stdout, rec, shared)
@@ -174,6 +175,10 @@ func (p *proc) read(r io.Reader, rec *record, shared bool) error {
 	defer readyOnce.Do(func() { close(p.ready) })
 	defer acqOnce.Do(func() { close(p.acquired) })
 	for sc.Scan() {
+		if line, ok := strings.CutPrefix(sc.Text(), "OUT "); ok {
+			p.out <- line
+			continue
+		}
 		f := strings.Fields(sc.Text())
 		if len(f) == 1 && f[0] == "READY" {
 			readyOnce.Do(func() { close(p.ready) })

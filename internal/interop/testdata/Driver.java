@@ -8,6 +8,16 @@
 // or semaphore:N (InterProcessSemaphoreV2). It prints READY once connected,
 // then "ACQ <ns>" right after each acquire and "REL <ns>" right before each
 // release.
+//
+// Leadership and revocation (election_test.go):
+//   leader:ID    LeaderSelector with participant id ID: CYCLES leaderships
+//                (auto-requeued), each stamped ACQ/REL and held HOLD_MS
+//   leaderof     prints "OUT LEADER <id> <isLeader>" (LeaderSelector.getLeader)
+//   revocable    InterProcessMutex made revocable: prints ACQ once held, then
+//                "OUT REVOKED" when asked to release, releases, prints REL
+//   revoke:NODE  Revoker.attemptRevoke on NODE, then "OUT SENT"
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -16,7 +26,11 @@ import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.RetryOneTime;
 
 public class Driver {
@@ -31,7 +45,27 @@ public class Driver {
         }
         System.out.println("READY");
         System.out.flush();
-        if (kind.startsWith("semaphore:")) {
+        if (kind.startsWith("leader:")) {
+            lead(client, path, kind.substring(7), cycles, holdMs);
+        } else if (kind.equals("leaderof")) {
+            Participant p = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+                public void takeLeadership(CuratorFramework c) {}
+            }).getLeader();
+            out("LEADER " + p.getId() + " " + p.isLeader());
+        } else if (kind.equals("revocable")) {
+            InterProcessMutex lock = new InterProcessMutex(client, path);
+            CountDownLatch asked = new CountDownLatch(1);
+            lock.makeRevocable(l -> asked.countDown());
+            lock.acquire();
+            stamp("ACQ");
+            asked.await();
+            out("REVOKED");
+            stamp("REL");
+            lock.release();
+        } else if (kind.startsWith("revoke:")) {
+            Revoker.attemptRevoke(client, kind.substring(7));
+            out("SENT");
+        } else if (kind.startsWith("semaphore:")) {
             InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, Integer.parseInt(kind.substring(10)));
             for (int i = 0; i < cycles; i++) {
                 Lease lease = sem.acquire();
@@ -53,6 +87,32 @@ public class Driver {
             }
         }
         client.close();
+    }
+
+    // lead takes the leadership cycles times.
+    static void lead(CuratorFramework client, String path, String id, int cycles, long holdMs) throws Exception {
+        Semaphore led = new Semaphore(0);
+        LeaderSelector sel = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+            public void takeLeadership(CuratorFramework c) throws Exception {
+                hold(holdMs);
+                led.release();
+            }
+        });
+        sel.setId(id);
+        sel.autoRequeue();
+        sel.start();
+        led.acquire(cycles);
+        sel.close();
+    }
+
+    static void out(String line) {
+        System.out.println("OUT " + line);
+        System.out.flush();
+    }
+
+    static void stamp(String what) {
+        System.out.println(what + " " + System.nanoTime());
+        System.out.flush();
     }
 
     static void hold(long ms) throws InterruptedException {
