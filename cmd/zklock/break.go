@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ var breakCmd = &command{
 	name:    "break",
 	summary: "delete the lock node of a lock's holder (for operators)",
 	usage: `Usage: zklock break --yes [flags] <lock path>
+       zklock break --ask [flags] <lock path>
 
 Break is for operators facing a holder that is stuck: it deletes the current
 holder's node of the lock at <lock path>, so the next in line gets the lock at
@@ -25,13 +27,20 @@ holder may still be finishing while the new one starts, and a holder that is
 not zklock may not notice at all: only fencing tokens (ZKLOCK_TOKEN) keep such
 a holder from doing harm. Check with 'zklock status' first; --yes confirms.
 
-Exit status: 0 when the holder's node was deleted or nobody held the lock,
+--ask deletes nothing: it asks the holder to release, as Curator's Revoker
+does (it writes __REVOKE__ into the holder's node). A holder that listens
+('zklock exec --revocable', a zklock Lease's RevokeRequested, a Curator lock
+made revocable) stops and releases; any other holder goes on, and 'zklock
+status' shows the request pending.
+
+Exit status: 0 when the holder's node was deleted (or asked) or nobody held the lock,
 1 if the holder changed meanwhile or ZooKeeper refused the delete, 2 for a
 usage error (including a missing --yes), 69 if ZooKeeper could not be reached.
 `,
 	flags: func(fs *flag.FlagSet) {
 		addConnFlags(fs)
 		fs.Bool("yes", false, "confirm: delete the holder's node")
+		fs.Bool("ask", false, "ask the holder to release instead of deleting its node")
 	},
 	run: runBreak,
 }
@@ -49,6 +58,9 @@ func runBreak(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	}
 	h := cs[0]
 	who := describe(h)
+	if flagValue[bool](fs, "ask") {
+		return askHolder(client, path, h, who, stdout, stderr)
+	}
 	if !flagValue[bool](fs, "yes") {
 		return fail(stderr, exitUsage, "break deletes the node of the holder of %s (%s), which may still be running; add --yes to confirm", path, who)
 	}
@@ -68,4 +80,21 @@ func describe(c zklock.Contender) string {
 		return fmt.Sprintf("node %s, not zklock's, data %q", shortNode(c.Node), truncate(string(c.Data), 40))
 	}
 	return fmt.Sprintf("host %s, pid %d, %s, queued %s ago", c.Owner.Host, c.Owner.PID, ownerName(c.Owner), ago(time.Now(), c.Owner.Since))
+}
+
+// askHolder asks the holder to release (break --ask).
+func askHolder(client *zklock.Client, path string, h zklock.Contender, who string, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := client.AskToRelease(ctx, h.Node)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return fail(stderr, exitFailure, "the holder of %s (%s) let go before it could be asked; see who holds it now with 'zklock status %s'", path, who, path)
+	case errors.Is(err, zklock.ErrUnreachable):
+		return fail(stderr, exitUnavailable, "cannot reach ZooKeeper: %s", cause(err))
+	case err != nil:
+		return fail(stderr, exitFailure, "cannot ask %s to release: %s; check the ACL of the lock nodes", h.Node, cause(err))
+	}
+	fmt.Fprintf(stdout, "asked the holder of %s to release: node %s (%s); a holder that does not listen goes on\n", path, shortNode(h.Node), who)
+	return exitOK
 }

@@ -51,6 +51,11 @@ command's process group, and the lock is released once the command has exited.
 While zklock is still waiting, these signals make it leave the queue and exit.
 Being in its own process group, the command cannot read from a terminal.
 
+With --revocable, a request to release ('zklock break --ask', Curator's
+Revoker) stops the command the same way (SIGTERM, then SIGKILL after
+--grace); the lock is released once it has exited, and zklock exits with
+its status.
+
 If the lock is lost while the command runs (its ZooKeeper session expired, or
 its node was deleted, e.g. by 'zklock break'), zklock sends SIGTERM to the
 command's process group, then SIGKILL after --grace (or as soon as the command
@@ -98,6 +103,7 @@ Examples:
 		fs.Bool("write", false, "take the lock as the writer of a read/write lock")
 		fs.Int("semaphore", 0, "take one of `N` leases of a semaphore (0: an exclusive lock)")
 		fs.Bool("kazoo", false, "with --read or --write: name the nodes as kazoo's ReadLock and WriteLock do")
+		fs.Bool("revocable", false, "stop the command (SIGTERM, SIGKILL after --grace) and release when asked to ('zklock break --ask', Curator's Revoker)")
 		fs.Var(&pathList{}, "and", "also take the lock at this `path` (repeatable): all paths are taken together, as one lease")
 	},
 	parse: parseExecArgs,
@@ -152,6 +158,7 @@ type execOpts struct {
 	write   bool
 	kazoo   bool
 	permits int
+	revoke  bool // --revocable
 }
 
 func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
@@ -188,6 +195,7 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		write:   flagValue[bool](fset, "write"),
 		permits: flagValue[int](fset, "semaphore"),
 		kazoo:   flagValue[bool](fset, "kazoo"),
+		revoke:  flagValue[bool](fset, "revocable"),
 	}
 	if len(pos) > 0 {
 		o.paths, o.argv = append([]string{pos[0]}, flagValue[[]string](fset, "and")...), pos[1:]
@@ -451,13 +459,22 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, sigs <-chan os.
 		r       supervised
 		leaseUp = lease.Done()
 		killAt  <-chan time.Time
+		asked   <-chan struct{} // --revocable: a request to release
 	)
+	if o.revoke {
+		asked = lease.RevokeRequested()
+	}
 	for {
 		select {
 		case r.waitErr = <-exited:
 			return r
 		case sig := <-sigs:
 			_ = syscall.Kill(-pgid, sig.(syscall.Signal))
+		case <-asked:
+			asked = nil
+			fmt.Fprintf(stderr, "zklock: asked to release the lock on %s; stopping the command: SIGTERM now, SIGKILL after %v\n", o.path, o.grace)
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			killAt = time.After(o.grace)
 		case <-leaseUp:
 			leaseUp = nil
 			r.lost = lease.Err()

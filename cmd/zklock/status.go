@@ -28,7 +28,8 @@ queued on its turnstile (path/locks: give that path to see them).
 
 	POS     place in the queue (0 holds the lock; a read/write lock's
 	        readers and a semaphore's first N hold together)
-	ROLE    HOLDER or waiting; "(read)" marks a reader
+	ROLE    HOLDER or waiting; "(read)" marks a reader, "(asked to
+	        release)" a pending 'zklock break --ask'
 	NODE    the lock node (--json gives its full path)
 	TOKEN   the node's fencing token (ZKLOCK_TOKEN of 'zklock exec')
 	HOST    host and PID of the process that queued
@@ -41,7 +42,8 @@ Nodes of other libraries sharing the path (Curator, go-zookeeper, kazoo) are
 listed with their raw data. --json prints a JSON array with one object per
 contender, holder first, with the fields position, holder, reader, node, sequence,
 token, host, pid, client, goroutine, owner, since (RFC 3339, null for foreign
-nodes) and data (the raw node data, null for zklock's own records).
+nodes), data (the raw node data, null for zklock's own records) and
+revoke_requested.
 
 Exit status: 0 (also when nobody holds the lock), 1 if ZooKeeper refused the
 request, 2 for a usage error, 69 if ZooKeeper could not be reached.
@@ -134,6 +136,9 @@ func statusOf(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		if c.Reader {
 			role += " (read)"
 		}
+		if c.RevokeRequested {
+			role += " (asked to release)"
+		}
 		host, pid, owner, queued := "-", "-", "-", "-"
 		if isRecord(c) {
 			host, pid, owner = c.Owner.Host, strconv.Itoa(c.Owner.PID), ownerName(c.Owner)
@@ -163,6 +168,8 @@ type contenderJSON struct {
 	Owner     string     `json:"owner"`
 	Since     *time.Time `json:"since"`
 	Data      *string    `json:"data"`
+	// RevokeRequested: someone asked the holder to release (break --ask).
+	RevokeRequested bool `json:"revoke_requested"`
 }
 
 // printJSON writes one contender per line, so that line tools work too.
@@ -173,6 +180,7 @@ func printJSON(stdout, stderr io.Writer, cs []zklock.Contender) int {
 		j := contenderJSON{
 			Position: i, Holder: c.Holder, Reader: c.Reader, Node: c.Node, Sequence: c.Sequence, Token: c.Token,
 			Host: c.Owner.Host, PID: c.Owner.PID, Client: c.Owner.Client, Goroutine: c.Owner.Goroutine, Owner: c.Owner.Name,
+			RevokeRequested: c.RevokeRequested,
 		}
 		if isRecord(c) {
 			since := c.Owner.Since
