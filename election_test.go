@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -133,6 +134,26 @@ func TestElectionRequestCost(t *testing.T) {
 		assert.Equal(t, "v2", next(t, changes).Value)
 		eventually(t, "the leader watches its node again", func() bool { return mntr(t).WatchCount() == watches+1 })
 	}), "Proclaim, observed: the multi; the leader's and the observer's watches fire; the leader re-reads, the observer lists and reads")
+}
+
+// A guarded write is one multi (one write); a revocation request one write,
+// which fires the holder's own-node watch, and the holder reads its node
+// again (one read).
+func TestGuardRevokeRequestCost(t *testing.T) {
+	p, obs, _, l := holding(t)
+	tokenOf(l)
+	node := dataNode(t, obs, p)
+	assert.Equal(t, cost{writes: 1}, costOf(t, func() {
+		_, err := l.Multi(ctxTimeout(t, 5*time.Second), &zk.SetDataRequest{Path: node, Data: []byte("x"), Version: -1})
+		require.NoError(t, err)
+	}), "Multi")
+	watches := mntr(t).WatchCount()
+	asker := connect(t)
+	assert.Equal(t, cost{writes: 1, reads: 1, events: 1}, costOf(t, func() {
+		require.NoError(t, asker.AskToRelease(ctxTimeout(t, 5*time.Second), l.Node()))
+		<-l.RevokeRequested()
+		eventually(t, "the holder watches its node again", func() bool { return mntr(t).WatchCount() == watches })
+	}), "AskToRelease, heard")
 }
 
 // RunSingleton publishes its value: who runs the job, and where, is one
