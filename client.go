@@ -60,9 +60,12 @@ type Client struct {
 // timeout the server granted. Close the client to end the session.
 //
 // Each entry of servers is host:port (port 2181 if omitted), or several such
-// addresses separated by commas.
+// addresses separated by commas. As in ZooKeeper's connect string, a chroot
+// may follow the last address ("zk1:2181,zk2:2181/app"): every path the
+// client sends then lives under it, and paths come back as the caller gave
+// them. Connect creates the chroot (and its ancestors) if it is missing.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
-	addrs, err := parseServers(servers)
+	addrs, chroot, err := parseServers(servers)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +77,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		fmt.Errorf("no session within the connect timeout %v", o.connectTimeout))
 	defer cancel()
 	w := newWire()
+	w.tls = o.tls
+	if chroot != "" {
+		w.chroot = newChroot(chroot)
+	}
 	// The callback sees every event (the channel drops some when full); it
 	// may fire before Connect has built the client.
 	var client atomic.Pointer[Client]
@@ -98,6 +105,9 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	}
 	if err == nil {
 		err = c.addAuth(cctx)
+	}
+	if err == nil {
+		err = c.ensureChroot(cctx)
 	}
 	if err != nil {
 		cause := w.diagnose() // before Close shuts the wire

@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,6 +43,7 @@ type options struct {
 	requeue        bool
 	followerLag    time.Duration
 	metrics        Metrics
+	tls            *tls.Config
 }
 
 type authCred struct {
@@ -230,4 +232,21 @@ func buildOptions(opts []Option) (options, error) {
 		}
 	}
 	return o, nil
+}
+
+// WithTLS makes Connect speak TLS to every server (ZooKeeper's
+// secureClientPort), with cfg's roots, client certificate (mutual TLS) and
+// versions. cfg.ServerName, if empty, is each server's host as the connect
+// string names it. The handshake is part of the dial and keeps Connect's
+// bound; a failure (an untrusted certificate, a name mismatch, a refused
+// handshake, a plain port) is named in Connect's error. NewClient ignores it:
+// the caller's dialer decides there.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) error {
+		if cfg == nil {
+			return fmt.Errorf("%w: WithTLS needs a tls.Config", ErrInvalidOption)
+		}
+		o.tls = cfg
+		return nil
+	}
 }

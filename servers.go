@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // defaultPort is ZooKeeper's client port, which ZooKeeper's own clients and
@@ -14,22 +15,40 @@ const defaultPort = "2181"
 // parseServers checks a server list before any dial, so a malformed one is an
 // error at once rather than a wait for a session that cannot come. Entries
 // may hold several comma-separated addresses, as a ZooKeeper connect string
-// does; an address without a port gets 2181.
-func parseServers(servers []string) ([]string, error) {
-	var addrs []string
-	for _, entry := range servers {
-		for _, a := range strings.Split(entry, ",") {
-			addr, err := parseServer(strings.TrimSpace(a))
-			if err != nil {
-				return nil, fmt.Errorf("%w: server list %q: %w", ErrInvalidOption, strings.Join(servers, ","), err)
+// does; an address without a port gets 2181. As in ZooKeeper's connect string,
+// a chroot may follow the last address ("h1:2181,h2:2181/app"): it is the
+// suffix from the first '/' of the whole list, returned without the addresses
+// ("" for none or "/"), and must be a valid lock path.
+func parseServers(servers []string) (addrs []string, chroot string, err error) {
+	if len(servers) == 0 {
+		return nil, "", fmt.Errorf("%w: no servers", ErrInvalidOption)
+	}
+	joined := strings.Join(servers, ",")
+	bad := func(err error) error {
+		return fmt.Errorf("%w: server list %q: %w", ErrInvalidOption, joined, err)
+	}
+	hosts := joined
+	if i := strings.IndexByte(joined, '/'); i >= 0 {
+		hosts, chroot = joined[:i], strings.TrimRightFunc(joined[i:], unicode.IsSpace)
+		switch {
+		case strings.Contains(chroot, ","):
+			return nil, "", bad(fmt.Errorf("chroot %q: a chroot can only follow the last address (host:port,host:port/chroot)", chroot))
+		case chroot == "/":
+			chroot = ""
+		default:
+			if err := validatePath(chroot); err != nil {
+				return nil, "", bad(fmt.Errorf("chroot: %w", err))
 			}
-			addrs = append(addrs, addr)
 		}
 	}
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%w: no servers", ErrInvalidOption)
+	for _, a := range strings.Split(hosts, ",") {
+		addr, err := parseServer(strings.TrimSpace(a))
+		if err != nil {
+			return nil, "", bad(err)
+		}
+		addrs = append(addrs, addr)
 	}
-	return addrs, nil
+	return addrs, chroot, nil
 }
 
 // parseServer checks one host:port address.

@@ -3,6 +3,7 @@ package zklock
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -37,6 +38,9 @@ type wire struct {
 	contact  int64          // send time (ns since epoch) of the newest request the server answered
 	granted  time.Duration  // session timeout from the newest connect response
 	dials    uint64         // connections opened so far: the connection epoch
+
+	tls    *tls.Config // WithTLS: every connection is TLS, the handshake done in dial
+	chroot *chroot     // the connect string's chroot, nil for none
 }
 
 func newWire() *wire {
@@ -52,18 +56,31 @@ var errWireClosed = errors.New("client closing")
 // dial is a zk.Dialer that wraps every connection go-zookeeper opens.
 func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
-	nc, err := d.DialContext(w.ctx, network, address)
+	raw, err := d.DialContext(w.ctx, network, address)
 	if err != nil {
 		if w.ctx.Err() == nil {
 			w.setErr(err)
 		}
 		return nil, err
 	}
-	c := &wireConn{Conn: nc, w: w}
+	nc := raw
+	if w.tls != nil {
+		if nc, err = w.handshake(raw, address, timeout); err != nil {
+			raw.Close()
+			if w.ctx.Err() == nil {
+				w.setErr(err)
+			}
+			return nil, err
+		}
+	}
+	if w.chroot != nil {
+		nc = newChrootConn(nc, w.chroot)
+	}
+	c := &wireConn{Conn: nc, raw: raw, w: w}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		nc.Close()
+		raw.Close()
 		return nil, errWireClosed
 	}
 	w.conns[c] = struct{}{}
@@ -93,7 +110,7 @@ func (w *wire) shutdown() {
 	w.conns = nil
 	w.mu.Unlock()
 	for c := range conns {
-		c.Conn.Close()
+		c.closeRaw()
 	}
 }
 
@@ -196,8 +213,9 @@ func (w *wire) lastContact() (time.Time, time.Duration) {
 }
 
 type wireConn struct {
-	net.Conn
-	w *wire
+	net.Conn          // what go-zookeeper reads and writes: plaintext frames
+	raw      net.Conn // the socket under TLS and the chroot; nil in tests
+	w        *wire
 
 	mu      sync.Mutex
 	sent    []int64 // send times of requests not yet answered, oldest first
@@ -285,12 +303,12 @@ func (c *wireConn) fill(b []byte) (int, error) {
 	if n > 0 {
 		if perr := c.parse(b[:n]); perr != nil {
 			c.w.setErr(perr)
-			c.Conn.Close()
+			c.closeRaw()
 			return 0, perr
 		}
 	}
 	if err != nil && c.w.ctx.Err() == nil && c.handshakeless() {
-		c.w.setErr(fmt.Errorf("the server closed the connection before answering: %w", err))
+		c.w.setErr(c.w.closedBeforeAnswer(err))
 	}
 	return n, err
 }
@@ -306,6 +324,15 @@ func (c *wireConn) Close() error {
 	c.w.mu.Lock()
 	delete(c.w.conns, c)
 	c.w.mu.Unlock()
+	return c.closeRaw()
+}
+
+// closeRaw closes the socket itself: a TLS close would first try to send an
+// alert, which a stalled connection can hold for seconds.
+func (c *wireConn) closeRaw() error {
+	if c.raw != nil {
+		return c.raw.Close()
+	}
 	return c.Conn.Close()
 }
 
@@ -337,6 +364,9 @@ func (c *wireConn) parse(b []byte) error {
 			c.lenN = 0
 			c.left = int64(binary.BigEndian.Uint32(c.lenBuf[:]))
 			if c.frames == 0 && (c.left < minConnectResponse || c.left > maxConnectResponse) {
+				if c.w.tls == nil && isTLSRecord(c.lenBuf[:]) {
+					return fmt.Errorf("%w: it answered with TLS (%q): the port wants TLS, see WithTLS", errNotZooKeeper, c.lenBuf[:])
+				}
 				return fmt.Errorf("%w (first frame of %d bytes, starting %q)", errNotZooKeeper, c.left, c.lenBuf[:])
 			}
 			c.headN, c.handled = 0, false

@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"testing"
 	"time"
@@ -64,3 +65,31 @@ func (c *Cluster) Leader() (int, error) { return c.c.Leader() }
 // ensemble, exactly one of them leads and a quorum is up. It polls; ctx bounds
 // the wait.
 func (c *Cluster) WaitHealthy(ctx context.Context) error { return c.c.WaitHealthy(ctx) }
+
+// TLSFiles names the PEM files of a TLS cluster (WithTLS): the CA, the
+// client certificate and its key, for clients that read files (the CLI).
+type TLSFiles struct {
+	CA, ClientCert, ClientKey string
+	// ClientName is the client certificate's subject common name.
+	ClientName string
+}
+
+// TLSConfig returns a client tls.Config for a TLS cluster (WithTLS): it
+// trusts the cluster's CA and presents the client certificate. It is nil
+// for a plain cluster. Each call returns a new config.
+func (c *Cluster) TLSConfig() *tls.Config {
+	m := c.c.TLS()
+	if m == nil {
+		return nil
+	}
+	return m.ClientConfig()
+}
+
+// TLSFiles returns the PEM files of a TLS cluster, or nil for a plain one.
+func (c *Cluster) TLSFiles() *TLSFiles {
+	m := c.c.TLS()
+	if m == nil {
+		return nil
+	}
+	return &TLSFiles{CA: m.CAFile, ClientCert: m.ClientCertFile, ClientKey: m.ClientKeyFile, ClientName: m.ClientName}
+}

@@ -98,3 +98,14 @@ func newConfig(opts []Option) config {
 	}
 	return c
 }
+
+// WithTLS serves clients on a TLS-only port (ZooKeeper's secureClientPort,
+// no plain client port) with certificates made at start-up: a CA, a server
+// certificate for 127.0.0.1 and localhost, and a client certificate (see
+// Cluster.TLSConfig and Cluster.TLSFiles). clientAuth is ZooKeeper's
+// ssl.clientAuth: "need" (a client certificate is required), "want" or
+// "none". It needs a local install: with ZKLOCK_TEST_SERVERS set, Start
+// skips the test.
+func WithTLS(clientAuth string) Option {
+	return func(c *config) { c.TLS = &zkserver.TLSConfig{ClientAuth: clientAuth} }
+}

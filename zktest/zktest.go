@@ -64,6 +64,9 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		cfg.Logf = t.Logf
 	}
 	if ext := externalServers(); len(ext) > 0 {
+		if cfg.TLS != nil {
+			t.Skipf("zktest: test needs a TLS server started here; %s is set", EnvServers)
+		}
 		if cfg.Ensemble > len(ext) {
 			t.Skipf("zktest: test needs a %d-server ensemble but %s names %d server(s)", cfg.Ensemble, EnvServers, len(ext))
 		}
@@ -89,6 +92,9 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 func StartMain(opts ...Option) (*Cluster, func(), error) {
 	cfg := newConfig(opts)
 	if ext := externalServers(); len(ext) > 0 {
+		if cfg.TLS != nil {
+			return nil, nil, fmt.Errorf("zktest: a TLS cluster needs servers started here; %s is set", EnvServers)
+		}
 		if cfg.Ensemble > len(ext) {
 			return nil, nil, fmt.Errorf("zktest: a %d-server ensemble was requested but %s names %d server(s)", cfg.Ensemble, EnvServers, len(ext))
 		}

@@ -21,6 +21,7 @@ type Cluster struct {
 	inst     *install
 	log      *Log
 	baseDir  string
+	tls      *TLSMaterial // nil: plain client ports
 	stopOnce sync.Once
 }
 
@@ -172,7 +173,7 @@ func (c *Cluster) Leader() (int, error) {
 		if !s.Running() {
 			continue
 		}
-		mode, err := ServerMode(ctx, s.Addr())
+		mode, err := c.serverMode(ctx, s.Addr())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("server %d: %w", i, err))
 			continue
@@ -223,7 +224,7 @@ func (c *Cluster) checkHealthy(ctx context.Context, all bool) error {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		mode, err := ServerMode(cctx, s.Addr())
+		mode, err := c.serverMode(cctx, s.Addr())
 		cancel()
 		if errors.Is(err, errNotWhitelisted) && s.external {
 			serving++ // reachable; can't tell more without srvr

@@ -2,6 +2,7 @@ package zkserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,13 +20,29 @@ var errNotServing = errors.New("server is not currently serving requests")
 // FourLetter sends a four-letter command (ruok, srvr, mntr, ...) to addr and
 // returns the raw reply. Without a deadline in ctx it gives up after 5s.
 func FourLetter(ctx context.Context, addr, cmd string) (string, error) {
+	return fourLetter(ctx, addr, cmd, nil)
+}
+
+// FourLetterTLS is FourLetter over TLS, for a TLS-only client port.
+func FourLetterTLS(ctx context.Context, addr, cmd string, cfg *tls.Config) (string, error) {
+	return fourLetter(ctx, addr, cmd, cfg)
+}
+
+func fourLetter(ctx context.Context, addr, cmd string, cfg *tls.Config) (string, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	var conn net.Conn
+	var err error
+	if cfg != nil {
+		d := tls.Dialer{Config: cfg}
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -69,7 +86,11 @@ func FourLetter(ctx context.Context, addr, cmd string) (string, error) {
 // mntr): "standalone", "leader", "follower", "observer". A server that is up
 // but not in a quorum yields an error.
 func ServerMode(ctx context.Context, addr string) (string, error) {
-	out, err := FourLetter(ctx, addr, "srvr")
+	return serverModeWith(ctx, addr, nil)
+}
+
+func serverModeWith(ctx context.Context, addr string, cfg *tls.Config) (string, error) {
+	out, err := fourLetter(ctx, addr, "srvr", cfg)
 	if err != nil {
 		return "", err
 	}

@@ -53,6 +53,11 @@ func findInstall() (*install, error) {
 		if b := "/usr/share/java/slf4j-simple.jar"; isFile(b) {
 			cp = append(cp, b)
 		}
+		// Debian's manifest leaves out netty-codec, which Netty's TLS handler
+		// needs (serverCnxnFactory=NettyServerCnxnFactory, TLS mode).
+		if b := "/usr/share/java/netty-codec.jar"; isFile(b) {
+			cp = append(cp, b)
+		}
 		return &install{java: java, classpath: cp, from: debianJar}, nil
 	}
 	return nil, fmt.Errorf("no ZooKeeper found (%s unset, ZOOKEEPER_HOME unset, no %s)", EnvServers, debianJar)

@@ -29,7 +29,11 @@ func (s *Server) writeConfig() error {
 	fmt.Fprintf(&b, "tickTime=%d\n", tickMs)
 	b.WriteString("initLimit=10\nsyncLimit=5\n")
 	fmt.Fprintf(&b, "dataDir=%s\n", s.dataDir())
-	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", s.clientPort)
+	if s.c.tls != nil {
+		b.WriteString(s.c.tlsLines(s.clientPort))
+	} else {
+		fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", s.clientPort)
+	}
 	b.WriteString("4lw.commands.whitelist=*\nadmin.enableServer=false\n")
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=60000\n", 2*tickMs)
 	b.WriteString("maxClientCnxns=0\npreAllocSize=4096\n")

@@ -165,7 +165,7 @@ func (s *Server) waitServing(ctx context.Context) error {
 			return fmt.Errorf("zktest: server %d (%s) exited: %v%s", s.id, s.addr, s.exitErr(), s.tailString(40))
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		mode, err := ServerMode(cctx, s.addr)
+		mode, err := s.c.serverMode(cctx, s.addr)
 		cancel()
 		switch {
 		case err != nil:

@@ -61,6 +61,10 @@ type Config struct {
 	// nil discards them. The last lines of every server are kept regardless
 	// and included in start-up errors.
 	Logf func(format string, args ...any)
+	// TLS, when set, serves clients on a TLS-only port (secureClientPort)
+	// with certificates made at start-up; see Cluster.TLS. It needs a local
+	// install (not Docker).
+	TLS *TLSConfig
 	// BeforeLaunch, when set, runs after the ports are chosen and before the
 	// servers are launched, with their client addresses (for tests).
 	BeforeLaunch func(addrs []string)
@@ -98,6 +102,12 @@ func Start(cfg Config) (*Cluster, func(), error) {
 	}
 	c := newLocal(inst, cfg, dirs)
 	c.baseDir = base
+	if cfg.TLS != nil {
+		if c.tls, err = NewTLSMaterial(base+"/tls", "zklock-test-client"); err != nil {
+			os.RemoveAll(base)
+			return nil, nil, fmt.Errorf("zktest: making TLS certificates: %w", err)
+		}
+	}
 	if err := c.start(); err != nil {
 		c.Shutdown()
 		return nil, nil, err
@@ -108,6 +118,9 @@ func Start(cfg Config) (*Cluster, func(), error) {
 // startDockerInstead is Start without a local install (noInstall says why):
 // a standalone server in Docker, or the reasons there is none.
 func startDockerInstead(cfg Config, noInstall error) (*Cluster, func(), error) {
+	if cfg.TLS != nil {
+		return nil, nil, fmt.Errorf("zktest: a TLS cluster needs a local ZooKeeper install: %w\n%s", noInstall, InstallHint)
+	}
 	if cfg.Ensemble == 1 {
 		addr, stop, derr := startDocker(cfg.Logf)
 		if derr == nil {

@@ -1,0 +1,148 @@
+package zklock_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/zkserver"
+	"github.com/zklock/zklock/zktest"
+)
+
+// tlsConnectBound is the connect timeout of the failing TLS connects: the
+// error must come within it (plus about a second to close the attempt).
+const tlsConnectBound = 4 * time.Second
+
+// connectTLS opens a Client on a TLS cluster with cfg, closed when the test ends.
+func connectTLS(t testing.TB, c *zktest.Cluster, cfg *tls.Config, opts ...zklock.Option) *zklock.Client {
+	t.Helper()
+	opts = append([]zklock.Option{zklock.WithTLS(cfg), zklock.WithSessionTimeout(testSession)}, opts...)
+	return connectVia(t, c.Addrs(), opts...)
+}
+
+// connectFails connects with opts and the bound, and returns the error,
+// which must come within the bound.
+func connectFails(t testing.TB, addrs []string, opts ...zklock.Option) error {
+	t.Helper()
+	opts = append([]zklock.Option{zklock.WithConnectTimeout(tlsConnectBound)}, opts...)
+	start := time.Now()
+	c, err := zklock.Connect(context.Background(), addrs, opts...)
+	took := time.Since(start)
+	if err == nil {
+		c.Close()
+		t.Fatalf("Connect succeeded; want an error")
+	}
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+	require.ErrorIs(t, err, zklock.ErrUnreachable)
+	require.Less(t, took, tlsConnectBound+2*time.Second, "Connect outlived its bound")
+	return err
+}
+
+// otherCA is a tls.Config trusting a CA that signed nothing the server has.
+func otherCA(t testing.TB) *tls.Config {
+	t.Helper()
+	m, err := zkserver.NewTLSMaterial(t.TempDir(), "stranger")
+	require.NoError(t, err)
+	return &tls.Config{RootCAs: m.Roots, Certificates: []tls.Certificate{m.ClientCert}}
+}
+
+// caOnly trusts c's CA and presents no client certificate.
+func caOnly(c *zktest.Cluster) *tls.Config {
+	cfg := c.TLSConfig()
+	cfg.Certificates = nil
+	return cfg
+}
+
+// TestTLS runs the mutex over a TLS-only client port (ssl.clientAuth=none),
+// and the ways a TLS connect fails, each named and within the bound.
+func TestTLS(t *testing.T) {
+	tc := zktest.Start(t, zktest.WithTLS("none"))
+
+	t.Run("mutex", func(t *testing.T) {
+		c := connectTLS(t, tc, caOnly(tc))
+		p := lockPath(t)
+		m := mustMutex(t, c, p)
+		l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+		require.NoError(t, err)
+		tok, err := l.Token(ctxTimeout(t, 5*time.Second))
+		require.NoError(t, err)
+		require.Positive(t, tok)
+		require.NoError(t, l.Release(ctxTimeout(t, 5*time.Second)))
+	})
+
+	t.Run("handoff", func(t *testing.T) {
+		a := connectTLS(t, tc, caOnly(tc))
+		b := connectTLS(t, tc, caOnly(tc))
+		p := lockPath(t)
+		la, err := mustMutex(t, a, p).Acquire(ctxTimeout(t, 10*time.Second))
+		require.NoError(t, err)
+		got := make(chan error, 1)
+		var lb *zklock.Lease
+		go func() {
+			var err error
+			lb, err = mustMutex(t, b, p).Acquire(ctxTimeout(t, 20*time.Second))
+			got <- err
+		}()
+		// b queues behind a; a's release hands the lock over.
+		eventually(t, "b queued", func() bool {
+			cs, err := a.Contenders(ctxTimeout(t, 5*time.Second), p)
+			return err == nil && len(cs) == 2
+		})
+		select {
+		case err := <-got:
+			t.Fatalf("b acquired while a held: %v", err)
+		default:
+		}
+		released := time.Now()
+		require.NoError(t, la.Release(ctxTimeout(t, 5*time.Second)))
+		require.NoError(t, <-got)
+		t.Logf("hand-off over TLS took %v", time.Since(released).Round(time.Millisecond))
+		require.NoError(t, lb.Release(ctxTimeout(t, 5*time.Second)))
+	})
+
+	t.Run("wrong CA", func(t *testing.T) {
+		err := connectFails(t, tc.Addrs(), zklock.WithTLS(otherCA(t)))
+		require.ErrorContains(t, err, "not trusted")
+		var unknown x509.UnknownAuthorityError
+		require.True(t, errors.As(err, &unknown), "the x509 error is wrapped")
+	})
+
+	t.Run("wrong name", func(t *testing.T) {
+		cfg := caOnly(tc)
+		cfg.ServerName = "zk.example.com"
+		err := connectFails(t, tc.Addrs(), zklock.WithTLS(cfg))
+		require.ErrorContains(t, err, "name mismatch")
+		require.ErrorContains(t, err, "zk.example.com")
+	})
+
+	t.Run("plain client on TLS port", func(t *testing.T) {
+		err := connectFails(t, tc.Addrs())
+		require.ErrorContains(t, err, "TLS")
+		t.Logf("%v", err)
+	})
+
+	t.Run("TLS client on plain port", func(t *testing.T) {
+		err := connectFails(t, cluster.Addrs(), zklock.WithTLS(caOnly(tc)))
+		require.ErrorContains(t, err, "TLS")
+	})
+}
+
+// TestTLSMutual: with ssl.clientAuth=need the server refuses a client
+// without a certificate (the error says so), and serves one with it.
+func TestTLSMutual(t *testing.T) {
+	tc := zktest.Start(t, zktest.WithTLS("need"))
+
+	err := connectFails(t, tc.Addrs(), zklock.WithTLS(caOnly(tc)))
+	require.ErrorContains(t, err, "refused")
+
+	c := connectTLS(t, tc, tc.TLSConfig())
+	l, err := mustMutex(t, c, lockPath(t)).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctxTimeout(t, 5*time.Second)))
+}
