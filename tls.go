@@ -32,6 +32,14 @@ func (w *wire) handshake(nc net.Conn, address string, timeout time.Duration) (ne
 		}
 	}
 	tc := tls.Client(nc, cfg)
+	w.mu.Lock()
+	w.handshaking = address
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.handshaking = ""
+		w.mu.Unlock()
+	}()
 	limit := max(timeout, minHandshakeTimeout)
 	ctx, cancel := context.WithTimeout(w.ctx, limit)
 	defer cancel()

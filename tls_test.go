@@ -106,6 +106,45 @@ func TestTLS(t *testing.T) {
 		require.NoError(t, lb.Release(ctxTimeout(t, 5*time.Second)))
 	})
 
+	// A holder whose TLS connection stalls learns of the loss before
+	// another client (over TLS too) is granted the lock: the loss clock
+	// reads the frames under TLS.
+	t.Run("lease lost by stall", func(t *testing.T) {
+		const timeout = 1500 * time.Millisecond
+		p := lockPath(t)
+		proxy := zktest.NewProxy(t, tc.Addrs()...)
+		holder := connectVia(t, []string{proxy.Addr()}, zklock.WithTLS(caOnly(tc)), zklock.WithSessionTimeout(timeout))
+		l, err := mustMutex(t, holder, p).Acquire(ctxTimeout(t, 10*time.Second))
+		require.NoError(t, err)
+		other := connectTLS(t, tc, caOnly(tc))
+		acquired := make(chan time.Time, 1)
+		go func() {
+			ol, err := mustMutex(t, other, p).Acquire(ctxTimeout(t, 30*time.Second))
+			at := time.Now()
+			if err == nil {
+				err = ol.Release(ctxTimeout(t, 5*time.Second))
+			}
+			if err != nil {
+				t.Errorf("other: %v", err)
+			}
+			acquired <- at
+		}()
+		eventually(t, "other queued", func() bool {
+			cs, err := other.Contenders(ctxTimeout(t, 5*time.Second), p)
+			return err == nil && len(cs) == 2
+		})
+		proxy.Stall()
+		stalled := time.Now()
+		<-l.Done()
+		doneAt := time.Now()
+		otherAt := <-acquired
+		proxy.Resume()
+		require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+		require.True(t, doneAt.Before(otherAt), "holder learned of the loss %v after the other acquired", doneAt.Sub(otherAt))
+		t.Logf("session %v over TLS: lease lost %v after the stall, %v before the next holder",
+			timeout, doneAt.Sub(stalled).Round(time.Millisecond), otherAt.Sub(doneAt).Round(time.Millisecond))
+	})
+
 	t.Run("wrong CA", func(t *testing.T) {
 		err := connectFails(t, tc.Addrs(), zklock.WithTLS(otherCA(t)))
 		require.ErrorContains(t, err, "not trusted")
@@ -124,7 +163,13 @@ func TestTLS(t *testing.T) {
 	t.Run("plain client on TLS port", func(t *testing.T) {
 		err := connectFails(t, tc.Addrs())
 		require.ErrorContains(t, err, "TLS")
-		t.Logf("%v", err)
+	})
+
+	// A server that accepts and never answers the hello cannot hold the
+	// handshake past Connect's bound.
+	t.Run("silent server", func(t *testing.T) {
+		err := connectFails(t, []string{silentServer(t)}, zklock.WithTLS(caOnly(tc)))
+		require.ErrorContains(t, err, "TLS handshake")
 	})
 
 	t.Run("TLS client on plain port", func(t *testing.T) {

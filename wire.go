@@ -39,8 +39,9 @@ type wire struct {
 	granted  time.Duration  // session timeout from the newest connect response
 	dials    uint64         // connections opened so far: the connection epoch
 
-	tls    *tls.Config // WithTLS: every connection is TLS, the handshake done in dial
-	chroot *chroot     // the connect string's chroot, nil for none
+	tls         *tls.Config // WithTLS: every connection is TLS, the handshake done in dial
+	chroot      *chroot     // the connect string's chroot, nil for none
+	handshaking string      // the address of a TLS handshake under way, "" for none
 }
 
 func newWire() *wire {
@@ -141,6 +142,9 @@ func (w *wire) diagnose() error {
 		if c.unanswered() {
 			return errSilent
 		}
+	}
+	if w.handshaking != "" {
+		return fmt.Errorf("TLS handshake with %s: the server accepted the connection but has not answered (is it a TLS port?)", w.handshaking)
 	}
 	return w.lastErr
 }
