@@ -316,17 +316,16 @@ func TestInvalidPaths(t *testing.T) {
 	}
 }
 
-func TestForeignChildrenAreIgnored(t *testing.T) {
+func TestForeignChildrenAreRefused(t *testing.T) {
 	p, obs, m, l := holding(t)
 	require.NoError(t, l.Release(context.Background()))
 	_, err := obs.Create(p+"/config", []byte("x"), 0, zk.WorldACL(zk.PermAll))
 	require.NoError(t, err)
-	_, err = obs.Create(p+"/not-a-lock-0000000001x", nil, 0, zk.WorldACL(zk.PermAll))
-	require.NoError(t, err)
 
-	l, err = m.Acquire(ctxTimeout(t, 10*time.Second))
-	require.NoError(t, err, "children that are not lock nodes must not block the queue")
-	require.NoError(t, l.Release(context.Background()))
+	_, err = m.Acquire(ctxTimeout(t, 10*time.Second))
+	require.ErrorIs(t, err, zklock.ErrIncompatible, "a child no recipe names (kazoo's semaphore leases look so) is not shared")
+	require.ErrorContains(t, err, p+" holds config")
+	assert.Equal(t, []string{"config"}, lockChildren(t, obs, p), "no node left behind")
 }
 
 // go-zookeeper's zk.Lock uses the same node names, so each side waits for the other.

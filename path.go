@@ -95,7 +95,8 @@ func (s nodeStyle) prefix(guid string) string {
 type lockNode struct {
 	name   string
 	seq    int64
-	shared bool // a reader: it excludes only writers
+	shared bool   // a reader: it excludes only writers
+	marker string // the marker before the sequence, as in markers
 }
 
 // parseSeq returns the sequence number of a lock node name, or false for a
@@ -122,9 +123,10 @@ func parseNode(name string) (lockNode, bool) {
 	}
 	at := -1
 	var shared bool
+	var marker string
 	for _, mk := range markers {
 		if strings.HasSuffix(name[:digits], mk.marker) {
-			at, shared = digits, mk.shared
+			at, shared, marker = digits, mk.shared, mk.marker
 			break
 		}
 	}
@@ -138,7 +140,7 @@ func parseNode(name string) (lockNode, bool) {
 	if err != nil || name[at] == '+' {
 		return lockNode{}, false
 	}
-	return lockNode{name: name, seq: int64(uint32(int32(n))), shared: shared}, true
+	return lockNode{name: name, seq: int64(uint32(int32(n))), shared: shared, marker: marker}, true
 }
 
 // endsWithMarker reports whether s ends with one of the markers.

@@ -232,10 +232,10 @@ func zkAcceptsPath(p string) bool {
 // anywhere in the name, then exactly the digits after it): the reference
 // the faster parseNode must agree with.
 func parseNodeByScan(name string) (lockNode, bool) {
-	at, m, shared := -1, 0, false
+	at, m, shared, marker := -1, 0, false, ""
 	for _, mk := range markers {
 		if i := strings.LastIndex(name, mk.marker); i > at {
-			at, m, shared = i, len(mk.marker), mk.shared
+			at, m, shared, marker = i, len(mk.marker), mk.shared, mk.marker
 		}
 	}
 	if at < 0 {
@@ -252,7 +252,7 @@ func parseNodeByScan(name string) (lockNode, bool) {
 	if err != nil {
 		return lockNode{}, false
 	}
-	return lockNode{name: name, seq: int64(uint32(int32(n))), shared: shared}, true
+	return lockNode{name: name, seq: int64(uint32(int32(n))), shared: shared, marker: marker}, true
 }
 
 func FuzzParseNodeAgreesWithScan(f *testing.F) {

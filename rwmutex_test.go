@@ -200,34 +200,37 @@ func TestRWMutexReaderLeaseLoss(t *testing.T) {
 // zklock reads kazoo's and Curator's names: a kazoo-style writer node ahead
 // blocks a Curator-style reader, and the reverse, and a Mutex on the path is
 // a writer to both.
-func TestRWMutexNamingStylesExcludeEachOther(t *testing.T) {
+// Curator's and kazoo's read/write names do not order with each other, nor
+// with a mutex's: zklock refuses to mix them on one path, and leaves nothing
+// behind; the same names share.
+func TestRWMutexNamingStylesAreNotMixed(t *testing.T) {
 	p := lockPath(t)
+	obs := observer(t)
 	kz, err := connect(t).NewRWMutex(p, zklock.KazooNames())
 	require.NoError(t, err)
 	w, err := kz.AcquireWrite(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
 	assert.Contains(t, w.Node(), "__lock__")
 	_, err = rwOn(t, p).TryAcquireRead(ctxTimeout(t, 10*time.Second))
-	require.ErrorIs(t, err, zklock.ErrLocked)
+	require.ErrorIs(t, err, zklock.ErrIncompatible)
+	require.ErrorContains(t, err, "kazoo's Lock or WriteLock")
+	_, err = rwOn(t, p).AcquireWrite(ctxTimeout(t, 10*time.Second))
+	require.ErrorIs(t, err, zklock.ErrIncompatible)
 	require.NoError(t, w.Release(context.Background()))
 
 	r, err := rwOn(t, p).AcquireRead(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
 	assert.Contains(t, r.Node(), "__READ__")
-	kr, err := kz.TryAcquireRead(ctxTimeout(t, 10*time.Second))
-	require.NoError(t, err)
-	assert.Contains(t, kr.Node(), "__rlock__")
+	r2, err := rwOn(t, p).TryAcquireRead(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err, "readers of one naming share")
+	_, err = kz.TryAcquireRead(ctxTimeout(t, 10*time.Second))
+	require.ErrorIs(t, err, zklock.ErrIncompatible)
 	_, err = mustMutex(t, connect(t), p).TryAcquire(ctxTimeout(t, 10*time.Second))
-	require.ErrorIs(t, err, zklock.ErrLocked, "a mutex is a writer")
-
-	cs, err := connect(t).Contenders(ctxTimeout(t, 10*time.Second), p)
-	require.NoError(t, err)
-	require.Len(t, cs, 2)
-	for _, c := range cs {
-		assert.True(t, c.Reader && c.Holder, "%+v", c)
-	}
+	require.ErrorIs(t, err, zklock.ErrIncompatible, "a mutex's node would not be seen as a writer by Curator's readers")
+	require.ErrorContains(t, err, "zklock primitive for this path: RWMutex")
+	assert.Len(t, lockChildren(t, obs, p), 2, "the refused left no node")
 	require.NoError(t, r.Release(context.Background()))
-	require.NoError(t, kr.Release(context.Background()))
+	require.NoError(t, r2.Release(context.Background()))
 }
 
 func TestRWMutexRejectsBadPath(t *testing.T) {

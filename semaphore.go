@@ -177,7 +177,7 @@ func (s *Semaphore) checkLimit(ctx context.Context) error {
 		switch {
 		case err == nil:
 			return nil
-		case errors.Is(err, ErrLimitMismatch), classify(err) == errStop:
+		case errors.Is(err, ErrLimitMismatch), errors.Is(err, ErrIncompatible), classify(err) == errStop:
 			return err
 		case errors.Is(err, zk.ErrNoNode) && path.Dir(s.path) != "/":
 			if err := c.ensureParents(ctx, path.Dir(s.path)); err != nil {
@@ -200,10 +200,22 @@ func (s *Semaphore) tryLimit(ctx context.Context, want string) error {
 		data []byte
 		stat *zk.Stat
 	}
-	got, err := call(ctx, c, func() (node, error) {
+	read := goCall(c, func() (node, error) {
 		data, stat, err := c.conn.Get(s.path)
 		return node{data, stat}, err
 	})
+	// Pipelined with the read: what else lives on the path (kazoo's
+	// Semaphore keeps its leases there, and would not count ours).
+	listed := goCall(c, func() ([]string, error) {
+		children, _, err := c.conn.Children(s.path)
+		return children, err
+	})
+	got, err := await(ctx, c, read)
+	if children, lerr := await(ctx, c, listed); err == nil && lerr == nil {
+		if ierr := checkLayout(s.path, children); ierr != nil {
+			return ierr
+		}
+	}
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		_, err = call(ctx, c, func() (string, error) { return c.conn.Create(s.path, []byte(want), 0, c.opts.acl) })

@@ -32,6 +32,9 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule turnRule, w wa
 			children, err = w.list(ctx, q)
 		}
 		if err == nil {
+			err = checkRecipe(q.path, q.style, children) // on every listing: a peer may come later
+		}
+		if err == nil {
 			t := readTurn(rule, children, q.name)
 			children = nil
 			switch {

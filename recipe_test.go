@@ -1,0 +1,77 @@
+package zklock
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Which children a zklock node may share a path with, per way of naming it.
+func TestPureCheckRecipe(t *testing.T) {
+	const g = "0123456789abcdef0123456789abcdef"
+	mutex := "_c_" + g + "-lock-0000000001"
+	curatorMutex := "_c_8d2b0a4e-1f3c-4a5b-9c6d-7e8f9a0b1c2d-lock-0000000002"
+	zkLock := "_c_" + g + "-lock-0000000003"
+	kazooLock := "9f1c2d3e4b5a__lock__0000000004"
+	kazooReader := "9f1c2d3e4b5a__rlock__0000000005"
+	read := "_c_" + g + "-__READ__0000000006"
+	write := "_c_" + g + "-__WRIT__0000000007"
+	lease := "_c_" + g + "-lease-0000000008"
+	kazooLease := "e3b0c44298fc1c149afbf4c8996fb924"
+	tests := []struct {
+		style   nodeStyle
+		ok      []string
+		refused []string
+	}{
+		{mutexStyle, []string{mutex, curatorMutex, zkLock, kazooLock}, []string{read, write, kazooReader, lease, "locks", "leases", kazooLease, "child"}},
+		{curatorRead, []string{read, write}, []string{mutex, kazooLock, kazooReader, lease, "locks", kazooLease}},
+		{curatorWrite, []string{read, write}, []string{mutex, kazooLock, kazooReader, lease, "leases", kazooLease}},
+		{kazooRead, []string{kazooLock, kazooReader}, []string{mutex, read, write, lease, "locks", kazooLease}},
+		{kazooWrite, []string{kazooLock, kazooReader}, []string{mutex, read, write, lease, "locks", kazooLease}},
+		{semaphoreLease, []string{lease}, []string{mutex, kazooLock, read, write, "locks", kazooLease}},
+	}
+	for _, tt := range tests {
+		require.NoError(t, checkRecipe("/p", tt.style, tt.ok), "%s kazoo=%v", tt.style.kind, tt.style.kazoo)
+		require.NoError(t, checkRecipe("/p", tt.style, nil))
+		for _, bad := range tt.refused {
+			err := checkRecipe("/p", tt.style, append(append([]string{}, tt.ok...), bad))
+			require.ErrorIs(t, err, ErrIncompatible, "%s kazoo=%v next to %s", tt.style.kind, tt.style.kazoo, bad)
+			assert.Contains(t, err.Error(), "/p holds "+bad)
+			assert.Contains(t, err.Error(), "zklock primitive for this path")
+		}
+	}
+}
+
+// A semaphore's path may hold its layout only.
+func TestPureCheckLayout(t *testing.T) {
+	require.NoError(t, checkLayout("/s", []string{"locks", "leases"}))
+	require.NoError(t, checkLayout("/s", nil))
+	err := checkLayout("/s", []string{"locks", "e3b0c44298fc1c149afbf4c8996fb924"})
+	require.ErrorIs(t, err, ErrIncompatible)
+	assert.Contains(t, err.Error(), "kazoo's Semaphore")
+	require.ErrorIs(t, checkLayout("/s", []string{"_c_x-lock-0000000001"}), ErrIncompatible)
+}
+
+// No name makes the check panic, and a refusal always names the node and
+// wraps ErrIncompatible; nodes a mutex joins are exactly the mutex markers.
+func FuzzCheckRecipe(f *testing.F) {
+	f.Add("_c_ab-lock-0000000001")
+	f.Add("x__lock__0000000002")
+	f.Add("locks")
+	f.Add("-2147483648")
+	f.Add("_c_ab-__READ__-2147483648")
+	f.Fuzz(func(t *testing.T, name string) {
+		err := checkRecipe("/p", mutexStyle, []string{name})
+		n, parsed := parseNode(name)
+		joinsMutex := parsed && (n.marker == "-lock-" || n.marker == "__lock__")
+		if joinsMutex {
+			require.NoError(t, err)
+			return
+		}
+		require.True(t, errors.Is(err, ErrIncompatible), "%q: %v", name, err)
+		require.True(t, strings.Contains(err.Error(), name))
+	})
+}
