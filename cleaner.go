@@ -17,7 +17,8 @@ import (
 const maxPendingCleanups = 10000
 
 // cleaner removes lock paths that have become empty, a while after the last
-// contender left, and with a cleanup root, their empty ancestors below it.
+// contender left, and with a cleanup root, their empty ancestors below it:
+// only nodes this client created (see mine).
 // Pending cleanups are coalesced (one timer per path) and run at once on
 // Close. It never makes a contender fail: it deletes with the version it saw
 // and treats NotEmpty, BadVersion and NoNode as "in use again, skip", and a
@@ -31,10 +32,59 @@ type cleaner struct {
 	closed  bool
 	pending map[string]*time.Timer
 	wg      sync.WaitGroup
+
+	// mine holds the nodes this client created, by creation zxid: the
+	// cleaner deletes only those. A node another library created (kazoo's
+	// Lock creates its path once per object and fails without it) or
+	// re-created after a deletion has another zxid and is left alone.
+	// Nodes other zklock clients created are left to them, or to the
+	// server, which removes empty container nodes by itself.
+	mineMu sync.Mutex
+	mine   map[string]int64
 }
 
 func newCleaner(c *Client) *cleaner {
-	return &cleaner{c: c, delay: c.opts.cleanupDelay, root: c.opts.cleanupRoot, pending: make(map[string]*time.Timer)}
+	return &cleaner{c: c, delay: c.opts.cleanupDelay, root: c.opts.cleanupRoot, pending: make(map[string]*time.Timer), mine: make(map[string]int64)}
+}
+
+// created records that this client created p, reading its creation zxid
+// (one read, only when a path is created). Past maxPendingCleanups nodes it
+// records no more: those are left to the server.
+func (cl *cleaner) created(ctx context.Context, p string) {
+	if cl.delay <= 0 {
+		return
+	}
+	stat, err := call(ctx, cl.c, func() (*zk.Stat, error) {
+		ok, stat, err := cl.c.conn.Exists(p)
+		if err == nil && !ok {
+			err = zk.ErrNoNode
+		}
+		return stat, err
+	})
+	if err != nil {
+		return // unknown: never deleted by this cleaner
+	}
+	cl.mineMu.Lock()
+	defer cl.mineMu.Unlock()
+	if len(cl.mine) < maxPendingCleanups {
+		cl.mine[p] = stat.Czxid
+	}
+}
+
+// isMine reports whether the node at p with creation zxid czxid is one this
+// client created.
+func (cl *cleaner) isMine(p string, czxid int64) bool {
+	cl.mineMu.Lock()
+	defer cl.mineMu.Unlock()
+	z, ok := cl.mine[p]
+	return ok && z == czxid
+}
+
+// forget drops p once it is deleted.
+func (cl *cleaner) forget(p string) {
+	cl.mineMu.Lock()
+	delete(cl.mine, p)
+	cl.mineMu.Unlock()
 }
 
 // mayRemove reports whether the cleaner may delete p, an ancestor of lockPath
@@ -102,15 +152,19 @@ func (cl *cleaner) clean(lockPath string) {
 		if err == nil && !ok {
 			continue
 		}
-		if err != nil || stat.NumChildren > 0 || stat.EphemeralOwner != 0 {
+		if err != nil || stat.NumChildren > 0 || stat.EphemeralOwner != 0 || !cl.isMine(p, stat.Czxid) {
 			return
 		}
 		switch err := conn.Delete(p, stat.Version); {
 		case err == nil:
+			cl.forget(p)
 			cl.c.log.Debug("zklock: removed empty lock path", "path", p)
 			cl.c.opts.metrics.CleanerDeleted(p)
-		case errors.Is(err, zk.ErrNotEmpty), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode):
-			return // in use again, or someone else cleaned it
+		case errors.Is(err, zk.ErrNoNode):
+			cl.forget(p) // someone else cleaned it
+			return
+		case errors.Is(err, zk.ErrNotEmpty), errors.Is(err, zk.ErrBadVersion):
+			return // in use again
 		default:
 			cl.c.log.Debug("zklock: cleanup skipped", "path", p, "err", err)
 			return

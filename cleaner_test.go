@@ -76,17 +76,27 @@ func TestCleanerKeepsPathsInUse(t *testing.T) {
 	require.True(t, ok, "user data keeps its parent")
 }
 
+//
+// Each client's cleaner deletes only the nodes it created; a path another
+// client created and used last is left to the server, which removes empty
+// containers: this test runs its own server with a short container check.
 func TestCleanerUnderContentionNeverFailsAWaiter(t *testing.T) {
-	obs := observer(t)
+	zc := zktest.Start(t, zktest.WithContainerCheck(100*time.Millisecond))
+	obs := zktest.Connect(t, zc.Addrs(), testSession).Conn
 	root := cleanRoot(t, obs)
-	znodes := mntr(t).ZnodeCount()
+	count := func() int64 {
+		m, err := zc.Mntr(0)
+		require.NoError(t, err)
+		return m.ZnodeCount()
+	}
+	znodes := count()
 	paths := []string{root + "/x/shared", root + "/y/one", root + "/y/two"}
 	const clients, cycles = 8, 15
 	var inside [3]atomic.Int32
 	var overlaps, acquired atomic.Int64
 	var wg sync.WaitGroup
 	for i := 0; i < clients; i++ {
-		c := connect(t, zklock.WithCleanupRoot(root), zklock.WithCleanupDelay(time.Millisecond))
+		c := connectVia(t, zc.Addrs(), zklock.WithSessionTimeout(testSession), zklock.WithCleanupRoot(root), zklock.WithCleanupDelay(time.Millisecond))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -118,7 +128,35 @@ func TestCleanerUnderContentionNeverFailsAWaiter(t *testing.T) {
 	for _, p := range []string{root + "/x", root + "/y"} {
 		waitGone(t, obs, p)
 	}
-	eventually(t, "znode count back to where it started", func() bool { return mntr(t).ZnodeCount() == znodes })
+	eventually(t, "znode count back to where it started", func() bool { return count() == znodes })
+}
+
+// The cleaner never deletes a node zklock did not create: a path another
+// library made (kazoo's Lock creates its path once and fails without it)
+// outlives zklock's use of it, while a path zklock made beside it goes.
+// zklock creates paths with empty data, not null (kazoo's Semaphore reads a
+// path's data).
+func TestCleanerLeavesPathsItDidNotCreate(t *testing.T) {
+	obs := observer(t)
+	root := cleanRoot(t, obs)
+	theirs, mine := root+"/theirs", root+"/mine"
+	_, err := obs.Create(theirs, []byte{}, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	c := connect(t, zklock.WithCleanupRoot(root), zklock.WithCleanupDelay(50*time.Millisecond))
+	for _, p := range []string{theirs, mine} {
+		l, err := mustMutex(t, c, p).Acquire(ctxTimeout(t, 10*time.Second))
+		require.NoError(t, err)
+		if p == mine {
+			data, _, err := obs.Get(mine)
+			require.NoError(t, err)
+			assert.NotNil(t, data, "empty data, not null")
+		}
+		require.NoError(t, l.Release(context.Background()))
+	}
+	waitGone(t, obs, mine)
+	ok, _, err := obs.Exists(theirs)
+	require.NoError(t, err)
+	assert.True(t, ok, "the cleaner deleted a path it did not create")
 }
 
 func TestTokenGrowsAcrossPathRecreation(t *testing.T) {

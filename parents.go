@@ -45,16 +45,25 @@ func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 	return nil
 }
 
+// createParent creates p with empty data (not null: kazoo's Semaphore reads
+// a path's data as its limit, and Curator writes empty data too). A node the
+// cleaner may remove is remembered with its creation zxid: the cleaner
+// deletes only what this client created (cleaner.go).
 func (c *Client) createParent(ctx context.Context, p string, container bool) error {
 	useContainer := container && c.containersAvailable()
 	_, err := call(ctx, c, func() (string, error) {
 		if useContainer {
-			return c.conn.CreateContainer(p, nil, zk.FlagContainer, c.opts.acl)
+			return c.conn.CreateContainer(p, []byte{}, zk.FlagContainer, c.opts.acl)
 		}
-		return c.conn.Create(p, nil, zk.FlagPersistent, c.opts.acl)
+		return c.conn.Create(p, []byte{}, zk.FlagPersistent, c.opts.acl)
 	})
 	switch {
-	case err == nil, errors.Is(err, zk.ErrNodeExists):
+	case err == nil:
+		if container {
+			c.cleaner.created(ctx, p)
+		}
+		return nil
+	case errors.Is(err, zk.ErrNodeExists):
 		return nil
 	case useContainer && (errors.Is(err, zk.ErrUnknown) || errors.Is(err, zk.ErrAPIError)):
 		// An old server: remember, and fall back to a persistent node.

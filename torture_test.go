@@ -163,7 +163,9 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 	if os.Getenv(zktest.EnvServers) != "" {
 		tt.cluster = zktest.Start(t) // external servers: no server faults
 	} else {
-		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(100*time.Millisecond), zktest.WithLogf(nil))
+		// A short container check: each client's cleaner removes only the
+		// paths it created, the server the ones others used last.
+		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(100*time.Millisecond), zktest.WithContainerCheck(200*time.Millisecond), zktest.WithLogf(nil))
 	}
 	tt.obs = tortureObserver(t, tt.cluster.Addrs())
 	if _, err := tt.obs.Create(cfg.root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
