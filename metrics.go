@@ -31,6 +31,9 @@ type Metrics interface {
 	// Retried reports a request that will be sent again after its
 	// connection dropped.
 	Retried()
+	// MultiLockYielded reports a MultiLock that let go of the paths it held
+	// to break a wait-for cycle with another client (see MultiLock).
+	MultiLockYielded(paths []string)
 }
 
 // The kinds Metrics reports.
@@ -76,3 +79,4 @@ func (noMetrics) Queued(string, int)                    {}
 func (noMetrics) Ended(string, time.Duration, error)    {}
 func (noMetrics) CleanerDeleted(string)                 {}
 func (noMetrics) Retried()                              {}
+func (noMetrics) MultiLockYielded([]string)             {}

@@ -21,6 +21,7 @@ type recorder struct {
 	ended    []string // kind + loss cause or end
 	cleaned  []string
 	retried  int
+	yields   [][]string
 }
 
 func (r *recorder) Acquired(kind string, _ time.Duration, err error) {
@@ -58,6 +59,12 @@ func (r *recorder) CleanerDeleted(p string) {
 	r.mu.Unlock()
 }
 func (r *recorder) Retried() { r.mu.Lock(); r.retried++; r.mu.Unlock() }
+
+func (r *recorder) MultiLockYielded(paths []string) {
+	r.mu.Lock()
+	r.yields = append(r.yields, paths)
+	r.mu.Unlock()
+}
 
 func (r *recorder) snapshot() recorder {
 	r.mu.Lock()

@@ -73,6 +73,11 @@ func (ml *MultiLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 	for {
 		l, err := ml.acquireAll(ctx, try)
 		switch {
+		case errors.Is(err, errYield):
+			if err := ml.yielded(ctx); err != nil {
+				return nil, err
+			}
+			continue
 		case !errors.Is(err, errPartLost):
 			return l, err
 		case !ml.c.opts.requeue:
@@ -99,17 +104,19 @@ func (ml *MultiLock) acquireAll(ctx context.Context, try bool) (*Lease, error) {
 	defer cancel(nil)
 	parts := make([]*Lease, 0, len(ml.mutexes))
 	fail := func(err error) (*Lease, error) {
-		if cause := context.Cause(wctx); errors.Is(cause, errPartLost) && ctx.Err() == nil {
-			err = cause // errPartLost, wrapping why the part ended
+		if cause := context.Cause(wctx); (errors.Is(cause, errPartLost) || errors.Is(cause, errYield)) && ctx.Err() == nil {
+			err = cause // errPartLost, wrapping why the part ended, or errYield
 		}
 		rerr := releaseAll(ctx, ml.c, parts)
-		if errors.Is(err, errPartLost) {
+		if errors.Is(err, errPartLost) || errors.Is(err, errYield) {
 			return nil, err // a new attempt, or the loss (requeue off), is what the caller sees
 		}
 		return nil, errors.Join(err, rerr)
 	}
 	for _, m := range ml.mutexes {
+		stop := ml.c.watchCycle(m.path, parts, func() { cancel(errYield) })
 		l, err := ml.c.acquire(wctx, ml.c.exclusive(wctx, m.path, try))
+		stop()
 		if err != nil {
 			return fail(err)
 		}

@@ -14,6 +14,7 @@
 //	zklock_leases_lost_total{kind,cause}       cause session_expired, node_deleted or connection_lost
 //	zklock_cleaner_deletions_total             empty lock paths the cleaner removed
 //	zklock_requests_retried_total              requests sent again after a dropped connection
+//	zklock_multilock_yields_total              MultiLock attempts that let go to break a wait-for cycle
 //
 // Lock paths are not labels: a service may lock one path per job or per
 // tenant, and each would become a time series.
@@ -37,6 +38,7 @@ type Metrics struct {
 	lost    *prom.CounterVec
 	cleaned prom.Counter
 	retried prom.Counter
+	yields  prom.Counter
 }
 
 var _ zklock.Metrics = (*Metrics)(nil)
@@ -62,11 +64,14 @@ func New(reg prom.Registerer) (*Metrics, error) {
 		cleaned: prom.NewCounter(prom.CounterOpts{
 			Name: "zklock_cleaner_deletions_total", Help: "Empty lock paths the cleaner removed.",
 		}),
+		yields: prom.NewCounter(prom.CounterOpts{
+			Name: "zklock_multilock_yields_total", Help: "MultiLock attempts that let go to break a wait-for cycle with another client.",
+		}),
 		retried: prom.NewCounter(prom.CounterOpts{
 			Name: "zklock_requests_retried_total", Help: "Requests sent again after their connection dropped.",
 		}),
 	}
-	for _, c := range []prom.Collector{m.wait, m.queue, m.hold, m.lost, m.cleaned, m.retried} {
+	for _, c := range []prom.Collector{m.wait, m.queue, m.hold, m.lost, m.cleaned, m.retried, m.yields} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -109,3 +114,6 @@ func (m *Metrics) CleanerDeleted(string) { m.cleaned.Inc() }
 
 // Retried implements zklock.Metrics.
 func (m *Metrics) Retried() { m.retried.Inc() }
+
+// MultiLockYielded counts a MultiLock that let go to break a wait-for cycle.
+func (m *Metrics) MultiLockYielded([]string) { m.yields.Inc() }
