@@ -76,7 +76,6 @@ func TestCleanerKeepsPathsInUse(t *testing.T) {
 	require.True(t, ok, "user data keeps its parent")
 }
 
-//
 // Each client's cleaner deletes only the nodes it created; a path another
 // client created and used last is left to the server, which removes empty
 // containers: this test runs its own server with a short container check.
