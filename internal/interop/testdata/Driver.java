@@ -16,6 +16,11 @@
 //   revocable    InterProcessMutex made revocable: prints ACQ once held, then
 //                "OUT REVOKED" when asked to release, releases, prints REL
 //   revoke:NODE  Revoker.attemptRevoke on NODE, then "OUT SENT"
+//
+// Other recipes (recipes_test.go):
+//   semmutex     InterProcessSemaphoreMutex (a semaphore's layout)
+//   multi:OTHER  InterProcessMultiLock of PATH then OTHER, in that order
+import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -23,7 +28,9 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
@@ -74,10 +81,13 @@ public class Driver {
             }
         } else {
             InterProcessLock lock;
-            switch (kind) {
+            String k = kind.startsWith("multi:") ? "multi" : kind;
+            switch (k) {
+                case "multi": lock = new InterProcessMultiLock(client, Arrays.asList(path, kind.substring(6))); break;
                 case "mutex": lock = new InterProcessMutex(client, path); break;
                 case "read": lock = new InterProcessReadWriteLock(client, path).readLock(); break;
                 case "write": lock = new InterProcessReadWriteLock(client, path).writeLock(); break;
+                case "semmutex": lock = new InterProcessSemaphoreMutex(client, path); break;
                 default: throw new IllegalArgumentException("unknown kind " + kind);
             }
             for (int i = 0; i < cycles; i++) {
