@@ -69,7 +69,10 @@ children) then receives SIGTERM.
 Exit status:
 
 	the command's own exit status, or 128+N if signal N killed it
-	2      usage error (unknown flag, invalid lock path, missing command)
+	2      usage error (unknown flag, invalid lock path, missing command), or
+	       the path is used by another recipe (another library's, or another
+	       kind of zklock lock: --read on a --semaphore path, say), which would
+	       not see this lock's node; the message names the node and its recipe
 	69     ZooKeeper could not be reached: no session within --connect-timeout
 	       (with --try, at most 3s), or contact lost while waiting; the
 	       message names the cause (refused, not ZooKeeper, no answer).
@@ -391,6 +394,8 @@ func (o *execOpts) acquireFailed(r acquired, timedOut bool, stderr io.Writer) in
 	switch {
 	case errors.Is(r.err, zklock.ErrUnreachable):
 		return fail(stderr, exitUnavailable, "lost contact with ZooKeeper at %s while waiting for %s: %s", o.conn.servers, o.path, cause(r.err))
+	case errors.Is(r.err, zklock.ErrIncompatible):
+		return fail(stderr, exitUsage, "refusing to share %s: %s", o.path, strings.TrimPrefix(cause(r.err), strings.TrimPrefix(zklock.ErrIncompatible.Error(), libPrefix)+": "))
 	case errors.Is(r.err, zklock.ErrLocked):
 		return fail(stderr, exitLocked, "lock is held: %s is taken or has waiters; drop --try to wait for it, or see who holds it with 'zklock status %s'", o.path, strings.Join(o.paths, " "))
 	case timedOut:

@@ -281,3 +281,23 @@ func TestExecSeveralPaths(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "-- x", strings.TrimSpace(out))
 }
+
+// Different kinds of lock on one path exclude each other by refusing: while
+// a semaphore holds the path, an exclusive lock and a reader exit 2 naming
+// the semaphore's layout, and run nothing.
+func TestExecRefusesAnotherRecipe(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	holder := start(t, "exec", "--semaphore", "2", path, "--", "sleep", "30")
+	eventually(t, "the semaphore lease", func() bool { return len(contendersOf(t, c, path)) == 1 })
+	for _, args := range [][]string{{"exec", "--try", path, "--", "true"}, {"exec", "--read", path, "--", "true"}} {
+		code, out, stderr := runZK(t, 20*time.Second, args...)
+		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
+		require.Empty(t, out)
+		require.Contains(t, stderr, "zklock: refusing to share "+path+": "+path+" holds ")
+		require.Contains(t, stderr, "a node of a semaphore's layout")
+		require.Contains(t, stderr, "zklock primitive for this path: Semaphore")
+	}
+	require.Len(t, contendersOf(t, c, path), 1, "nothing queued")
+	_ = holder
+}
