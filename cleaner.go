@@ -48,26 +48,42 @@ func newCleaner(c *Client) *cleaner {
 }
 
 // created records that this client created p, reading its creation zxid
-// (one read, only when a path is created). Past maxPendingCleanups nodes it
-// records no more: those are left to the server.
+// (one read, only when a path is created). The read outlives the caller's
+// ctx (by at most the cleanup timeout): a path created and then left without
+// a child by a cancelled Acquire is one the server never removes, so it must
+// be known here. Past maxPendingCleanups nodes it records no more: those are
+// left to the server.
 func (cl *cleaner) created(ctx context.Context, p string) {
+	c := cl.c
 	if cl.delay <= 0 {
 		return
 	}
-	stat, err := call(ctx, cl.c, func() (*zk.Stat, error) {
-		ok, stat, err := cl.c.conn.Exists(p)
-		if err == nil && !ok {
-			err = zk.ErrNoNode
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.cleanupTimeout)
+	defer cancel()
+	r := &retrier{c: c, ctx: ctx, closed: c.connClosed}
+	for {
+		stat, err := call(ctx, c, func() (*zk.Stat, error) {
+			ok, stat, err := c.conn.Exists(p)
+			if err == nil && !ok {
+				err = zk.ErrNoNode
+			}
+			return stat, err
+		})
+		if err == nil {
+			cl.remember(p, stat.Czxid)
+			return
 		}
-		return stat, err
-	})
-	if err != nil {
-		return // unknown: never deleted by this cleaner
+		if classify(err) != errConnection || r.wait() != nil {
+			return // unknown: never deleted by this cleaner
+		}
 	}
+}
+
+func (cl *cleaner) remember(p string, czxid int64) {
 	cl.mineMu.Lock()
 	defer cl.mineMu.Unlock()
 	if len(cl.mine) < maxPendingCleanups {
-		cl.mine[p] = stat.Czxid
+		cl.mine[p] = czxid
 	}
 }
 

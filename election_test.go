@@ -184,3 +184,34 @@ func TestElectionBadPath(t *testing.T) {
 	_, err := connect(t).NewElection("leader/")
 	require.ErrorIs(t, err, zklock.ErrInvalidPath)
 }
+
+// The time contract for the new calls, with ZooKeeper cut off: Leader and
+// AskToRelease return ErrUnreachable within the session timeout, with
+// context.Background(); Observe's channel still closes at once when its ctx
+// ends.
+func TestBoundLeadershipCallsWhenCutOff(t *testing.T) {
+	const session = 2 * time.Second
+	c, proxy, l, p := stalledHolder(t, session)
+	e := mustElection(t, c, p)
+	changes := e.Observe(context.Background())
+	next(t, changes)
+	proxy.Stall()
+	for name, call := range map[string]func() error{
+		"Leader":       func() error { _, err := e.Leader(context.Background()); return err },
+		"AskToRelease": func() error { return c.AskToRelease(context.Background(), l.Node()) },
+	} {
+		start := time.Now()
+		err := call()
+		took := time.Since(start)
+		require.ErrorIs(t, err, zklock.ErrUnreachable, name)
+		require.Less(t, took, session+boundSlack, name)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cut := e.Observe(ctx)
+	cancel()
+	start := time.Now()
+	for range cut {
+	}
+	require.Less(t, time.Since(start), boundSlack, "Observe ends with its ctx")
+	proxy.Resume()
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -51,12 +52,16 @@ func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 // deletes only what this client created (cleaner.go).
 func (c *Client) createParent(ctx context.Context, p string, container bool) error {
 	useContainer := container && c.containersAvailable()
-	_, err := call(ctx, c, func() (string, error) {
+	created := goCall(c, func() (string, error) {
 		if useContainer {
 			return c.conn.CreateContainer(p, []byte{}, zk.FlagContainer, c.opts.acl)
 		}
 		return c.conn.Create(p, []byte{}, zk.FlagPersistent, c.opts.acl)
 	})
+	_, err := await(ctx, c, created)
+	if container && classify(err) == errStop {
+		c.outcomeOfAbandoned(p, created)
+	}
 	switch {
 	case err == nil:
 		if container {
@@ -85,4 +90,19 @@ func (c *Client) containersAvailable() bool {
 		c.containers.checked, c.containers.ok = true, true
 	}
 	return c.containers.ok
+}
+
+// outcomeOfAbandoned waits, at most the cleanup timeout, for a create of p
+// its caller stopped waiting for: if it made the node, the cleaner must know
+// (a container that never had a child is one the server never removes).
+func (c *Client) outcomeOfAbandoned(p string, created <-chan result[string]) {
+	t := time.NewTimer(c.opts.cleanupTimeout)
+	defer t.Stop()
+	select {
+	case r := <-created:
+		if r.err == nil {
+			c.cleaner.created(context.Background(), p)
+		}
+	case <-t.C:
+	}
 }

@@ -181,6 +181,7 @@ func (s *Semaphore) checkLimit(ctx context.Context) error {
 			return err
 		case errors.Is(err, zk.ErrNoNode) && path.Dir(s.path) != "/":
 			if err := c.ensureParents(ctx, path.Dir(s.path)); err != nil {
+				c.cleaner.schedule(path.Dir(s.path)) // the ancestors it did create
 				return err
 			}
 			continue

@@ -168,7 +168,7 @@ func TestBoundConnectNamesTheCause(t *testing.T) {
 
 // A malformed server list fails at once, before any dial.
 func TestBoundConnectRefusesAMalformedListAtOnce(t *testing.T) {
-	for _, list := range [][]string{{"127.0.0.1:abc"}, {"a,,b"}, {""}, {"127.0.0.1:2181/app"}} {
+	for _, list := range [][]string{{"127.0.0.1:abc"}, {"a,,b"}, {""}, {"127.0.0.1:2181/app/"}, {"127.0.0.1:2181/zookeeper"}} {
 		start := time.Now()
 		_, err := zklock.Connect(context.Background(), list)
 		require.ErrorIs(t, err, zklock.ErrInvalidOption, "%q", list)

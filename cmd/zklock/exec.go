@@ -51,6 +51,10 @@ command's process group, and the lock is released once the command has exited.
 While zklock is still waiting, these signals make it leave the queue and exit.
 Being in its own process group, the command cannot read from a terminal.
 
+--value V campaigns in an election on the path (the same lock, shared with
+Curator's LeaderSelector) and publishes V, an address say, with its owner
+record while the command runs: 'zklock leader <path>' shows who leads and V.
+
 With --revocable, a request to release ('zklock break --ask', Curator's
 Revoker) stops the command the same way (SIGTERM, then SIGKILL after
 --grace); the lock is released once it has exited, and zklock exits with
@@ -106,6 +110,7 @@ Examples:
 		fs.Bool("write", false, "take the lock as the writer of a read/write lock")
 		fs.Int("semaphore", 0, "take one of `N` leases of a semaphore (0: an exclusive lock)")
 		fs.Bool("kazoo", false, "with --read or --write: name the nodes as kazoo's ReadLock and WriteLock do")
+		fs.String("value", "", "campaign as the leader of an election with this `value` ('zklock leader <path>' shows it): an exclusive lock that publishes it")
 		fs.Bool("revocable", false, "stop the command (SIGTERM, SIGKILL after --grace) and release when asked to ('zklock break --ask', Curator's Revoker)")
 		fs.Var(&pathList{}, "and", "also take the lock at this `path` (repeatable): all paths are taken together, as one lease")
 	},
@@ -161,7 +166,8 @@ type execOpts struct {
 	write   bool
 	kazoo   bool
 	permits int
-	revoke  bool // --revocable
+	revoke  bool   // --revocable
+	value   string // --value: campaign in an election
 }
 
 func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
@@ -199,6 +205,7 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		permits: flagValue[int](fset, "semaphore"),
 		kazoo:   flagValue[bool](fset, "kazoo"),
 		revoke:  flagValue[bool](fset, "revocable"),
+		value:   flagValue[string](fset, "value"),
 	}
 	if len(pos) > 0 {
 		o.paths, o.argv = append([]string{pos[0]}, flagValue[[]string](fset, "and")...), pos[1:]
@@ -241,6 +248,8 @@ func (o *execOpts) check() string {
 		return "--read, --write and --semaphore exclude each other"
 	case o.permits < 0:
 		return "--semaphore must be positive"
+	case o.value != "" && (kinds > 0 || len(o.paths) > 1 || o.try):
+		return "--value campaigns for one path as an exclusive lock: it excludes --read, --write, --semaphore, --and and --try"
 	case kinds > 0 && len(o.paths) > 1:
 		return "--read, --write and --semaphore take one lock path; paths added with --and are exclusive locks"
 	case o.kazoo && !o.read && !o.write:
@@ -369,6 +378,19 @@ func (o *execOpts) primitive(c *zklock.Client) (acquire, try acquireFunc, err er
 			return nil, nil, err
 		}
 		return s.Acquire, s.TryAcquire, nil
+	case o.value != "":
+		e, err := c.NewElection(o.paths[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		campaign := func(ctx context.Context) (*zklock.Lease, error) {
+			ld, err := e.Campaign(ctx, o.value)
+			if err != nil {
+				return nil, err
+			}
+			return ld.Lease, nil
+		}
+		return campaign, nil, nil
 	case len(o.paths) > 1:
 		ml, err := c.NewMultiLock(o.paths...)
 		if err != nil {

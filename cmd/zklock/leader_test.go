@@ -129,3 +129,18 @@ func recv(t *testing.T, lines <-chan string) string {
 		return ""
 	}
 }
+
+// exec --value campaigns and publishes: zklock leader names the value.
+func TestExecValueIsTheLeadersValue(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	start(t, "exec", "--value", "cron@10.0.0.9", path, "--", "sleep", "30")
+	waitQueue(t, c, path, 1)
+	code, out, stderr := runZK(t, 20*time.Second, "leader", path)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, `value "cron@10.0.0.9"`)
+	require.Contains(t, out, "owner sleep")
+	code, _, stderr = runZK(t, 20*time.Second, "exec", "--value", "x", "--try", path, "--", "true")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "--value campaigns for one path")
+}
