@@ -25,8 +25,11 @@ import (
 type Lease struct {
 	c     *Client
 	q     *queueNode
-	parts []*Lease  // a MultiLock's lease is made of parts, and has no node of its own
-	since time.Time // granted
+	parts []*Lease // a MultiLock's lease is made of parts, and has no node of its own
+	// reentry, on a ReentrantMutex's lease, counts Release against its hold
+	// (reentrant.go); set once, before the lease is returned.
+	reentry *reentrantHold
+	since   time.Time // granted
 
 	presumed    chan struct{} // closed when the connection dropped and there is no wire clock
 	presumeOnce sync.Once
@@ -169,10 +172,22 @@ func (l *Lease) presumeLost() { l.presumeOnce.Do(func() { close(l.presumed) }) }
 // background until the node or its session is gone. If the server refuses
 // the delete (an ACL without delete permission, say), Release returns that
 // error and the lease stays held, and watched, so Release can be tried again.
+//
+// A ReentrantMutex's lease releases one hold, as ReentrantMutex.Release does:
+// only the last deletes the node.
 func (l *Lease) Release(ctx context.Context) error {
-	if l.parts != nil {
+	switch {
+	case l.parts != nil:
 		return l.multiRelease(ctx)
+	case l.reentry != nil:
+		return l.reentry.release(ctx)
 	}
+	return l.releaseNode(ctx)
+}
+
+// releaseNode deletes the node: Release of a plain lease, the last hold's of
+// a reentrant one.
+func (l *Lease) releaseNode(ctx context.Context) error {
 	if err := l.beginRelease(); err != nil {
 		return err
 	}

@@ -154,6 +154,7 @@ func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explici
 		r.forget(key, h)
 	} else {
 		h.lease, h.count = l, 1
+		l.reentry = &reentrantHold{r: r, key: key, h: h}
 	}
 	close(h.ready)
 	return l, err
@@ -176,6 +177,11 @@ func (r *ReentrantMutex) forget(key string, h *hold) {
 // The hold is forgotten only once the node is gone (or its session is): if
 // the delete fails, Release returns the error and the owner still holds one
 // hold to release again.
+//
+// The Lease that Acquire returned follows the same rule: its Release gives
+// up one hold of the owner it was granted to, from any goroutine, so the
+// mutex and the lease always agree. Use either; a nested Release while the
+// lease is held returns nil, and the last returns what Lease.Release does.
 func (r *ReentrantMutex) Release(ctx context.Context) error {
 	explicit, g := ownerID(ctx)
 	key := holdKey(explicit, g)
@@ -191,6 +197,13 @@ func (r *ReentrantMutex) Release(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w: %s", ErrNotHeld, r.path)
 	}
+	return r.releaseHold(ctx, key, h)
+}
+
+// releaseHold gives up one hold of h, the hold of owner key; it is called
+// with the table's lock held, and releases it.
+func (r *ReentrantMutex) releaseHold(ctx context.Context, key string, h *hold) error {
+	c := r.c
 	if h.releasing != nil {
 		c.holds.mu.Unlock()
 		return fmt.Errorf("%w: %s is being released", ErrNotHeld, r.path)
@@ -205,7 +218,7 @@ func (r *ReentrantMutex) Release(ctx context.Context) error {
 	h.releasing = rel // same-owner Acquires wait instead of re-entering a lease being released
 	c.holds.mu.Unlock()
 
-	err := h.lease.Release(ctx)
+	err := h.lease.releaseNode(ctx)
 	c.holds.mu.Lock()
 	defer c.holds.mu.Unlock()
 	h.releasing = nil
@@ -215,6 +228,25 @@ func (r *ReentrantMutex) Release(ctx context.Context) error {
 	}
 	r.forget(key, h)
 	return err
+}
+
+// reentrantHold ties a reentrant lease to its hold, so that Lease.Release
+// counts down the hold like ReentrantMutex.Release.
+type reentrantHold struct {
+	r   *ReentrantMutex
+	key string
+	h   *hold
+}
+
+// release gives up one hold through the lease.
+func (rh *reentrantHold) release(ctx context.Context) error {
+	c := rh.r.c
+	c.holds.mu.Lock()
+	if c.holds.byPath[rh.r.path][rh.key] != rh.h {
+		c.holds.mu.Unlock()
+		return rh.h.lease.releaseNode(ctx) // the hold is gone: the lease says why (ErrNotHeld, its loss)
+	}
+	return rh.r.releaseHold(ctx, rh.key, rh.h)
 }
 
 // heldByOther reports whether an owner other than key holds the lock (not

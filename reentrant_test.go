@@ -210,3 +210,40 @@ func TestReentrantReleaseWhileOwnAcquireQueued(t *testing.T) {
 	require.NoError(t, <-got)
 	require.NoError(t, r.Release(job))
 }
+
+// One release rule: the lease and the mutex count down the same holds. A
+// Lease.Release on a hold count of 2 leaves the node; the mutex's Release
+// then deletes it; a third Release, of either, is ErrNotHeld.
+func TestReentrantLeaseAndMutexAgree(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	rm, err := connect(t).NewReentrantMutex(p)
+	require.NoError(t, err)
+	ctx := context.Background()
+	outer, err := rm.Acquire(ctx)
+	require.NoError(t, err)
+	inner, err := rm.Acquire(ctx)
+	require.NoError(t, err)
+	require.Same(t, outer, inner)
+
+	require.NoError(t, inner.Release(ctx), "a nested release")
+	require.NoError(t, outer.Err(), "still held")
+	assert.Len(t, lockChildren(t, obs, p), 1)
+	require.NoError(t, rm.Release(ctx), "the last release deletes the node")
+	assert.ErrorIs(t, outer.Err(), zklock.ErrReleased)
+	assert.Empty(t, lockChildren(t, obs, p))
+	assert.ErrorIs(t, rm.Release(ctx), zklock.ErrNotHeld)
+	assert.ErrorIs(t, outer.Release(ctx), zklock.ErrNotHeld)
+
+	// The lease releases from any goroutine, for its owner.
+	l, err := rm.Acquire(ctx)
+	require.NoError(t, err)
+	done := make(chan error)
+	go func() { done <- l.Release(ctx) }()
+	require.NoError(t, <-done)
+	assert.Empty(t, lockChildren(t, obs, p))
+	again, err := rm.Acquire(ctx)
+	require.NoError(t, err, "the hold was forgotten: a new Acquire queues afresh")
+	require.NotSame(t, l, again)
+	require.NoError(t, again.Release(ctx))
+}
