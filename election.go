@@ -63,7 +63,7 @@ type Leadership struct {
 func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
 	a := e.c.exclusive(ctx, e.path, false)
 	a.owner.Value = value
-	l, err := e.c.acquire(ctx, a)
+	l, err := opError("campaign", e.path)(e.c.acquire(ctx, a))
 	if err != nil {
 		return nil, err
 	}

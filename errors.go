@@ -1,6 +1,9 @@
 package zklock
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Sentinel errors. Check them with errors.Is: the errors zklock returns wrap
 // them, and wrap ZooKeeper's own errors (zk.ErrNoAuth, zk.ErrSessionExpired, ...)
@@ -34,6 +37,9 @@ var (
 	// ErrQueueNodeDeleted ends a wait whose queue node someone else deleted
 	// (an operator, a tool) when the client is configured not to re-queue.
 	ErrQueueNodeDeleted = errors.New("zklock: queue node deleted by someone else while waiting")
+	// ErrInvalidArgument reports an argument that cannot work (a semaphore
+	// limit below 1, say); option values get ErrInvalidOption.
+	ErrInvalidArgument = errors.New("zklock: invalid argument")
 	// ErrInvalidOption reports an option value that cannot work.
 	ErrInvalidOption = errors.New("zklock: invalid option")
 	// ErrUnreachable reports a call that ended because ZooKeeper could not be
@@ -44,3 +50,32 @@ var (
 	// holds), never with ErrLocked: an outage is not contention.
 	ErrUnreachable = errors.New("zklock: ZooKeeper unreachable")
 )
+
+// OpError names the call and the lock path an error came from, as
+// os.PathError does for files: "zklock: acquire /locks/report: context
+// deadline exceeded". Acquire, TryAcquire and Campaign of every primitive
+// return their failures wrapped in one; errors.Is and errors.As see through
+// it to the sentinel and ZooKeeper's error.
+type OpError struct {
+	Op   string // "acquire", "try-acquire", "acquire-read", ...
+	Path string // the lock path (a MultiLock's: comma-separated)
+	Err  error
+}
+
+func (e *OpError) Error() string {
+	return "zklock: " + e.Op + " " + e.Path + ": " + strings.TrimPrefix(e.Err.Error(), "zklock: ")
+}
+
+func (e *OpError) Unwrap() error { return e.Err }
+
+// opError returns a function that wraps a failure of op on path in an
+// OpError and passes a lease through, for a call's results:
+// opError("acquire", p)(c.acquire(...)).
+func opError(op, path string) func(*Lease, error) (*Lease, error) {
+	return func(l *Lease, err error) (*Lease, error) {
+		if err != nil {
+			return l, &OpError{Op: op, Path: path, Err: err}
+		}
+		return l, nil
+	}
+}

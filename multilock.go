@@ -57,12 +57,16 @@ func (ml *MultiLock) Paths() []string {
 // the whole, as for Mutex.Acquire; on any failure nothing stays held or
 // queued (what was taken is released in the background when ZooKeeper does
 // not answer).
-func (ml *MultiLock) Acquire(ctx context.Context) (*Lease, error) { return ml.acquire(ctx, false) }
+func (ml *MultiLock) Acquire(ctx context.Context) (*Lease, error) {
+	return opError("acquire", strings.Join(ml.Paths(), ","))(ml.acquire(ctx, false))
+}
 
 // TryAcquire takes every path only if each is free at once; otherwise it
 // returns ErrLocked and holds nothing. Like Mutex.TryAcquire, it waits for
 // ZooKeeper at most ctx or the session timeout.
-func (ml *MultiLock) TryAcquire(ctx context.Context) (*Lease, error) { return ml.acquire(ctx, true) }
+func (ml *MultiLock) TryAcquire(ctx context.Context) (*Lease, error) {
+	return opError("try-acquire", strings.Join(ml.Paths(), ","))(ml.acquire(ctx, true))
+}
 
 func (ml *MultiLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 	if try {

@@ -44,7 +44,7 @@ func (m *Mutex) Path() string { return m.path }
 // If the session expires while waiting, the caller re-queues at the back on
 // the new session, or fails with ErrSessionExpired (WithRequeueOnExpiry).
 func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) {
-	return m.c.acquire(ctx, m.c.exclusive(ctx, m.path, false))
+	return opError("acquire", m.path)(m.c.acquire(ctx, m.c.exclusive(ctx, m.path, false)))
 }
 
 // TryAcquire takes the lock only if nobody holds it or waits ahead of the
@@ -52,7 +52,7 @@ func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) {
 // waits for the lock, and not for ZooKeeper either beyond ctx or the session
 // timeout, whichever ends first: then its error matches ErrUnreachable.
 func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
-	return m.c.acquire(ctx, m.c.exclusive(ctx, m.path, true))
+	return opError("try-acquire", m.path)(m.c.acquire(ctx, m.c.exclusive(ctx, m.path, true)))
 }
 
 // ask is what one Acquire asks of the core: a node named in style under

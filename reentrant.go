@@ -64,6 +64,10 @@ func holdKey(explicit string, goroutine int64) string {
 // that has been lost returns the loss error: the outer critical section is no
 // longer protected. Otherwise it behaves like Mutex.Acquire.
 func (r *ReentrantMutex) Acquire(ctx context.Context) (*Lease, error) {
+	return opError("acquire", r.path)(r.acquire(ctx))
+}
+
+func (r *ReentrantMutex) acquire(ctx context.Context) (*Lease, error) {
 	explicit, g := ownerID(ctx)
 	key := holdKey(explicit, g)
 	for {

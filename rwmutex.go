@@ -56,27 +56,27 @@ func (rw *RWMutex) Path() string { return rw.path }
 // Mutex.Acquire does: a ctx deadline is the timeout, and a failed or
 // cancelled call leaves nothing behind.
 func (rw *RWMutex) AcquireRead(ctx context.Context) (*Lease, error) {
-	return rw.c.acquire(ctx, rw.ask(ctx, rw.read, readerTurn, false))
+	return opError("acquire-read", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.read, readerTurn, false)))
 }
 
 // TryAcquireRead takes a read lease only if no writer holds or waits ahead;
 // otherwise it returns ErrLocked and leaves nothing behind. Like
 // Mutex.TryAcquire, it waits for ZooKeeper at most ctx or the session timeout.
 func (rw *RWMutex) TryAcquireRead(ctx context.Context) (*Lease, error) {
-	return rw.c.acquire(ctx, rw.ask(ctx, rw.read, readerTurn, true))
+	return opError("try-acquire-read", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.read, readerTurn, true)))
 }
 
 // AcquireWrite blocks until the caller holds the lock alone, as
 // Mutex.Acquire does.
 func (rw *RWMutex) AcquireWrite(ctx context.Context) (*Lease, error) {
-	return rw.c.acquire(ctx, rw.ask(ctx, rw.write, mutexTurn, false))
+	return opError("acquire-write", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.write, mutexTurn, false)))
 }
 
 // TryAcquireWrite takes the write lease only if nobody holds or waits;
 // otherwise it returns ErrLocked and leaves nothing behind. Like
 // Mutex.TryAcquire, it waits for ZooKeeper at most ctx or the session timeout.
 func (rw *RWMutex) TryAcquireWrite(ctx context.Context) (*Lease, error) {
-	return rw.c.acquire(ctx, rw.ask(ctx, rw.write, mutexTurn, true))
+	return opError("try-acquire-write", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.write, mutexTurn, true)))
 }
 
 func (rw *RWMutex) ask(ctx context.Context, style nodeStyle, rule turnRule, try bool) ask {

@@ -45,7 +45,7 @@ func (c *Client) NewSemaphore(path string, n int) (*Semaphore, error) {
 		return nil, err
 	}
 	if n < 1 || n > 1<<20 {
-		return nil, fmt.Errorf("%w: semaphore limit %d (must be 1..1048576)", ErrInvalidOption, n)
+		return nil, fmt.Errorf("%w: semaphore limit %d on %s (must be 1..1048576)", ErrInvalidArgument, n, path)
 	}
 	inner, err := c.NewMutex(path + "/locks")
 	if err != nil {
@@ -61,12 +61,16 @@ func (s *Semaphore) Limit() int   { return s.n }
 // Acquire blocks until the caller holds one of the N leases, as
 // Mutex.Acquire does: a ctx deadline is the timeout, and a failed or
 // cancelled call leaves nothing behind.
-func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) { return s.acquire(ctx, false) }
+func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
+	return opError("acquire", s.path)(s.acquire(ctx, false))
+}
 
 // TryAcquire takes a lease only if one is free and nobody waits ahead;
 // otherwise it returns ErrLocked and leaves nothing behind. Like
 // Mutex.TryAcquire, it waits for ZooKeeper at most ctx or the session timeout.
-func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) { return s.acquire(ctx, true) }
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
+	return opError("try-acquire", s.path)(s.acquire(ctx, true))
+}
 
 // Holders lists the leases held or pending, in order; the first N hold.
 func (s *Semaphore) Holders(ctx context.Context) ([]Contender, error) {

@@ -113,7 +113,7 @@ func (m *Mutex) RunSingleton(ctx context.Context, fn func(ctx context.Context) e
 	for {
 		a := c.exclusive(ctx, m.path, false)
 		a.owner.Value = cfg.value
-		l, err := c.acquire(ctx, a)
+		l, err := opError("run-singleton", m.path)(c.acquire(ctx, a))
 		if err != nil {
 			return err
 		}

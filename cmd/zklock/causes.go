@@ -19,6 +19,10 @@ const libPrefix = "zklock: "
 // cause renders a library error for one of our messages, without the prefix
 // the message has already.
 func cause(err error) string {
+	var op *zklock.OpError
+	if errors.As(err, &op) {
+		err = op.Err // our messages name the call and the path already
+	}
 	return strings.TrimPrefix(err.Error(), libPrefix)
 }
 
