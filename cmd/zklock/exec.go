@@ -45,6 +45,8 @@ environment:
 	ZKLOCK_NODE   the lock node this holder created (several: comma-separated)
 	ZKLOCK_TOKEN  the fencing token: larger for every later holder of the path
 	              (several paths: the largest of their tokens)
+	ZKLOCK_TOKENS each path's own token, path=token,... in the order taken
+	              (one path: the same as ZKLOCK_TOKEN)
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to zklock are passed on to the
 command's process group, and the lock is released once the command has exited.
@@ -166,6 +168,8 @@ type execOpts struct {
 	write   bool
 	kazoo   bool
 	permits int
+	// permitsSet: --semaphore was given (0 is then an error, not "exclusive").
+	permitsSet bool
 	revoke  bool   // --revocable
 	value   string // --value: campaign in an election
 }
@@ -207,6 +211,7 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		revoke:  flagValue[bool](fset, "revocable"),
 		value:   flagValue[string](fset, "value"),
 	}
+	fset.Visit(func(f *flag.Flag) { o.permitsSet = o.permitsSet || f.Name == "semaphore" })
 	if len(pos) > 0 {
 		o.paths, o.argv = append([]string{pos[0]}, flagValue[[]string](fset, "and")...), pos[1:]
 	}
@@ -246,8 +251,8 @@ func (o *execOpts) check() string {
 		return fmt.Sprintf("missing the command to run after the lock path %s", strings.Join(o.paths, " "))
 	case kinds > 1:
 		return "--read, --write and --semaphore exclude each other"
-	case o.permits < 0:
-		return "--semaphore must be positive"
+	case o.permits < 0, o.permitsSet && o.permits == 0:
+		return "--semaphore must be at least 1 (leave it out for an exclusive lock)"
 	case o.value != "" && (kinds > 0 || len(o.paths) > 1 || o.try):
 		return "--value campaigns for one path as an exclusive lock: it excludes --read, --write, --semaphore, --and and --try"
 	case kinds > 0 && len(o.paths) > 1:
@@ -462,7 +467,8 @@ func (o *execOpts) command(lease *zklock.Lease, token int64, stdout, stderr io.W
 	cmd.Env = append(os.Environ(), // later entries win
 		"ZKLOCK_PATH="+o.path,
 		"ZKLOCK_NODE="+lease.Node(),
-		"ZKLOCK_TOKEN="+strconv.FormatInt(token, 10))
+		"ZKLOCK_TOKEN="+strconv.FormatInt(token, 10),
+		"ZKLOCK_TOKENS="+o.partTokens(lease))
 	setProcAttr(cmd)
 	return cmd
 }
@@ -567,4 +573,20 @@ func signum(s os.Signal) int {
 		return int(n)
 	}
 	return 0
+}
+
+// partTokens is ZKLOCK_TOKENS: path=token for each path the lease holds, in
+// the order taken, so a command can fence each resource with its own path's
+// token. Tokens are known by the time the command starts (confirm read the
+// lease's token, which reads every part's).
+func (o *execOpts) partTokens(lease *zklock.Lease) string {
+	var b strings.Builder
+	for i, p := range lease.Parts() { // one per path, in o.paths' order
+		tok, _ := p.Token(context.Background())
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(o.paths[i] + "=" + strconv.FormatInt(tok, 10))
+	}
+	return b.String()
 }

@@ -257,9 +257,27 @@ func TestExecSemaphore(t *testing.T) {
 func TestExecSeveralPaths(t *testing.T) {
 	a, b := lockPath(t), lockPath(t)
 	c := connect(t)
-	code, out, errOut := runZK(t, 20*time.Second, "exec", b, "--and", a, "--", "sh", "-c", `echo "$ZKLOCK_PATH"`)
+	code, out, errOut := runZK(t, 20*time.Second, "exec", b, "--and", a, "--", "sh", "-c", `echo "$ZKLOCK_PATH"; echo "$ZKLOCK_TOKENS"; echo "$ZKLOCK_TOKEN"`)
 	require.Equal(t, 0, code, errOut)
-	require.Equal(t, a+","+b, strings.TrimSpace(out))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	require.Equal(t, a+","+b, lines[0])
+	// Each path's own token; ZKLOCK_TOKEN is the largest.
+	var toks []int64
+	for i, kv := range strings.Split(lines[1], ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		require.True(t, ok, lines[1])
+		require.Equal(t, []string{a, b}[i], k)
+		n, err := strconv.ParseInt(v, 10, 64)
+		require.NoError(t, err)
+		toks = append(toks, n)
+	}
+	require.Equal(t, strconv.FormatInt(max(toks[0], toks[1]), 10), lines[2])
+	require.NotEqual(t, toks[0], toks[1])
+
+	code, _, errOut = runZK(t, 20*time.Second, "exec", "--semaphore", "0", a, "--", "true")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "--semaphore must be at least 1")
 
 	m, err := c.NewMutex(b)
 	require.NoError(t, err)

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"os/signal"
 	"syscall"
 	"time"
@@ -34,7 +36,7 @@ Exit status: 0 after a clean stop, 1 if ZooKeeper could not start or died,
 2 for a usage error.
 `,
 	flags: func(fs *flag.FlagSet) {
-		fs.Int("port", 0, "client `port` to listen on (default: a free port; see the printed address)")
+		fs.Int("port", 0, "client `port` to listen on (default: 2181, ZooKeeper's, when it is free, else a free port; see the printed address)")
 	},
 	run: runServer,
 }
@@ -51,6 +53,13 @@ func runServer(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
+	port, note, code := choosePort(port, fs, stderr)
+	if code != exitOK {
+		return code
+	}
+	if note != "" {
+		fmt.Fprintf(stderr, "zklock: %s\n", note) // stdout's first line stays the address
+	}
 	cfg := zkserver.DefaultConfig()
 	cfg.ClientPort = port
 	cluster, stop, err := zkserver.Start(cfg)
@@ -95,4 +104,35 @@ func serve(srv *zkserver.Server, sigs <-chan os.Signal, stdout, stderr io.Writer
 			}
 		}
 	}
+}
+
+// defaultPort is ZooKeeper's client port, which every client tries first.
+const defaultPort = 2181
+
+// choosePort checks the port before ZooKeeper is started: a taken --port is
+// reported plainly (ZooKeeper would print a Java trace, or another server
+// on it would look like ours); without --port, 2181 when it is free, else a
+// free one, with a note saying so.
+func choosePort(port int, fs *flag.FlagSet, stderr io.Writer) (int, string, int) {
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "port" })
+	if explicit && port != 0 {
+		if err := portFree(port); err != nil {
+			return 0, "", fail(stderr, exitFailure, "port %d on 127.0.0.1 is taken (%v); stop what uses it, or pick another --port", port, err)
+		}
+		return port, "", exitOK
+	}
+	if portFree(defaultPort) == nil {
+		return defaultPort, "", exitOK
+	}
+	return 0, fmt.Sprintf("port %d is taken on 127.0.0.1; using a free port instead (clients need %s, below)", defaultPort, envServers), exitOK
+}
+
+// portFree reports why port cannot be listened on at 127.0.0.1, or nil.
+func portFree(port int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return ln.Close()
 }

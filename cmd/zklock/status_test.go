@@ -215,3 +215,16 @@ func TestStatusReadersSemaphoreAndSeveralPaths(t *testing.T) {
 	code, _, errOut = runZK(t, 20*time.Second, "status", "--json", rwPath, semPath)
 	require.Equal(t, exitUsage, code, errOut)
 }
+
+// A taken --port is reported plainly, at once, before any ZooKeeper starts.
+func TestServerTakenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	code, out, stderr := runZK(t, 10*time.Second, "server", "--port", strconv.Itoa(port))
+	require.Equal(t, exitFailure, code)
+	require.Empty(t, out)
+	require.Contains(t, stderr, fmt.Sprintf("zklock: port %d on 127.0.0.1 is taken", port))
+	require.NotContains(t, stderr, "Exception")
+}
