@@ -69,8 +69,8 @@ itself has exited), and exits 76. A holder can lose the lock without hearing
 of it in time (a paused machine), so a command that writes to a shared
 resource should pass ZKLOCK_TOKEN along and have the resource reject tokens
 lower than the highest it has seen. If zklock itself is killed, ZooKeeper
-frees the lock when its session times out; on Linux the command (not its own
-children) then receives SIGTERM.
+frees the lock when its session times out, and the command's whole process
+group receives SIGTERM, then SIGKILL after --grace.
 
 Exit status:
 
@@ -443,7 +443,10 @@ func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stde
 		release(lease, o.session)
 		return fail(stderr, exitCannotRun, "cannot run %q: %v", o.argv[0], err)
 	}
-	return o.finish(cmd, lease, o.supervise(cmd, lease, sigs, stderr), stderr)
+	reap := startReaper(cmd.Process.Pid, o.grace)
+	r := o.supervise(cmd, lease, sigs, stderr)
+	reap.stop() // the command has exited: what it left is finish's to decide
+	return o.finish(cmd, lease, r, stderr)
 }
 
 // confirm returns the lease's fencing token, or 0 and the exit code after

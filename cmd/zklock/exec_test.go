@@ -319,3 +319,24 @@ func TestExecRefusesAnotherRecipe(t *testing.T) {
 	require.Len(t, contendersOf(t, c, path), 1, "nothing queued")
 	_ = holder
 }
+
+// kill -9 of zklock exec takes the command's whole process tree down: a
+// grandchild the command started in the background is stopped too (the
+// reaper), within --grace.
+func TestExecKilledTakesTheTreeDown(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := start(t, "exec", "--grace", "1s", path, "--", "sh", "-c", `sleep 300 & echo $! > $0; wait`, pidFile)
+	waitQueue(t, c, path, 1)
+	waitFile(t, pidFile, "\n")
+	data, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	grandchild, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(grandchild, 0), "the grandchild runs")
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.wait(t, 5*time.Second)
+	eventually(t, "the grandchild stopped", func() bool { return syscall.Kill(grandchild, 0) != nil })
+}
