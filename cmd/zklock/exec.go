@@ -170,8 +170,8 @@ type execOpts struct {
 	permits int
 	// permitsSet: --semaphore was given (0 is then an error, not "exclusive").
 	permitsSet bool
-	revoke  bool   // --revocable
-	value   string // --value: campaign in an election
+	revoke     bool   // --revocable
+	value      string // --value: campaign in an election
 }
 
 func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {

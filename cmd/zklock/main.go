@@ -50,7 +50,7 @@ type command struct {
 	parse func(fs *flag.FlagSet, args []string) ([]string, error)
 }
 
-var commands = []*command{execCmd, statusCmd, leaderCmd, breakCmd, serverCmd}
+var commands = []*command{execCmd, statusCmd, leaderCmd, limitCmd, breakCmd, serverCmd}
 
 const mainUsage = `zklock runs commands under a fair distributed lock kept in ZooKeeper.
 

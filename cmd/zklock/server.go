@@ -6,8 +6,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 

@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -45,12 +48,26 @@ token, host, pid, client, goroutine, owner, since (RFC 3339, null for foreign
 nodes), data (the raw node data, null for zklock's own records) and
 revoke_requested.
 
+Several paths print one table each; with --json, one JSON object keyed by
+path, each value an array as above.
+
+--tree <root> shows every lock path under <root> (a semaphore's path as one)
+in one table: PATH, HOLDER (its owner, or the node's data), HOST, PID, HELD
+(how long since the holder queued: at least its hold), QUEUE (nodes waiting
+behind the holders). --json prints an array of objects with the fields path,
+holders (the holding contenders, as above) and waiting.
+
+--watch shows the view again whenever a listed path's queue changes (or,
+with --tree, the tree), until interrupted.
+
 Exit status: 0 (also when nobody holds the lock), 1 if ZooKeeper refused the
 request, 2 for a usage error, 69 if ZooKeeper could not be reached.
 `,
 	flags: func(fs *flag.FlagSet) {
 		addConnFlags(fs)
 		fs.Bool("json", false, "print JSON instead of a table")
+		fs.Bool("tree", false, "show every lock path under the given root: holder, how long since it queued, queue length")
+		fs.Bool("watch", false, "keep running and show it again at every change, until interrupted")
 	},
 	run: runStatus,
 }
@@ -88,45 +105,118 @@ func contenders(name string, fs *flag.FlagSet, pos []string, stderr io.Writer) (
 }
 
 func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
-	if len(pos) <= 1 {
-		return statusOf(fs, pos, stdout, stderr)
-	}
-	if flagValue[bool](fs, "json") {
-		return usageError(stderr, "status", "--json takes one lock path")
+	cf := connFlagsOf(fs)
+	v := statusView{tree: flagValue[bool](fs, "tree"), json: flagValue[bool](fs, "json"), paths: pos}
+	switch {
+	case len(pos) == 0:
+		return usageError(stderr, "status", "missing the lock path")
+	case v.tree && len(pos) != 1:
+		return usageError(stderr, "status", "--tree takes one root path")
+	case cf.check() != "":
+		return usageError(stderr, "status", "%s", cf.check())
 	}
 	for _, p := range pos {
 		if msg := badPath(p); msg != "" {
 			return usageError(stderr, "status", "%s", msg)
 		}
 	}
-	for i, p := range pos {
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		fmt.Fprintf(stdout, "%s:\n", p)
-		if code := statusOf(fs, []string{p}, stdout, stderr); code != exitOK {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	client, err := cf.connect(ctx)
+	if err != nil {
+		return fail(stderr, exitUnavailable, "%s", cf.unreachable(err))
+	}
+	defer closeClient(client)
+	watch := flagValue[bool](fs, "watch")
+	for {
+		var out strings.Builder
+		changed, code := v.render(ctx, client, watch, &out, stderr)
+		if code != exitOK {
 			return code
 		}
+		if watch && !v.json {
+			clearScreen(stdout)
+		}
+		_, _ = io.WriteString(stdout, out.String())
+		if !watch {
+			return exitOK
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return exitOK
+		}
 	}
-	return exitOK
 }
 
-// statusOf prints the queue of one lock path.
-func statusOf(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
-	client, cs, code := contenders("status", fs, pos, stderr)
-	if client == nil {
-		return code
+// statusView is what status shows: the queues of some paths, or every lock
+// path under a root.
+type statusView struct {
+	tree  bool
+	json  bool
+	paths []string
+}
+
+// render writes the view to out. With watch set, it also returns a channel
+// closed at the next change of what it listed.
+func (v statusView) render(ctx context.Context, client *zklock.Client, watch bool, out, stderr io.Writer) (<-chan struct{}, int) {
+	paths := v.paths
+	w := newChangeWatch(client, watch)
+	if v.tree {
+		var err error
+		if paths, err = lockPathsUnder(ctx, client, v.paths[0], w); err != nil {
+			return nil, listFailed(stderr, v.paths[0], err)
+		}
 	}
-	closeClient(client)
+	queues := make([][]zklock.Contender, len(paths))
+	for i, p := range paths {
+		cs, err := client.Contenders(ctx, p)
+		if err != nil {
+			return nil, listFailed(stderr, p, err)
+		}
+		queues[i] = cs
+		w.add(p)
+	}
+	var code int
+	switch {
+	case v.tree && v.json:
+		code = printTreeJSON(out, stderr, paths, queues)
+	case v.tree:
+		printTree(out, v.paths[0], paths, queues)
+	case v.json && len(paths) == 1:
+		code = printJSON(out, stderr, queues[0])
+	case v.json:
+		code = printPathsJSON(out, stderr, paths, queues)
+	default:
+		for i, p := range paths {
+			if len(paths) > 1 {
+				if i > 0 {
+					fmt.Fprintln(out)
+				}
+				fmt.Fprintf(out, "%s:\n", p)
+			}
+			printQueue(out, p, queues[i])
+		}
+	}
+	return w.changed(), code
+}
+
+// listFailed reports a failed listing and returns the exit code.
+func listFailed(stderr io.Writer, path string, err error) int {
+	if errors.Is(err, zklock.ErrUnreachable) || errors.Is(err, context.DeadlineExceeded) {
+		return fail(stderr, exitUnavailable, "no answer from ZooKeeper while listing %s: %s", path, cause(err))
+	}
+	return fail(stderr, exitFailure, "cannot list %s: %s", path, cause(err))
+}
+
+// printQueue prints the queue of one lock path as a table.
+func printQueue(out io.Writer, path string, cs []zklock.Contender) {
 	now := time.Now()
-	if flagValue[bool](fs, "json") {
-		return printJSON(stdout, stderr, cs)
-	}
 	if len(cs) == 0 {
-		fmt.Fprintf(stdout, "nobody holds or waits for %s\n", pos[0])
-		return exitOK
+		fmt.Fprintf(out, "nobody holds or waits for %s\n", path)
+		return
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tROLE\tNODE\tTOKEN\tHOST\tPID\tOWNER\tQUEUED")
 	for i, c := range cs {
 		role := "waiting"
@@ -149,7 +239,6 @@ func statusOf(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", i, role, shortNode(c.Node), c.Token, host, pid, truncate(owner, 32), queued)
 	}
 	tw.Flush()
-	return exitOK
 }
 
 // contenderJSON is one element of 'status --json'. Every field is always
@@ -177,18 +266,7 @@ func printJSON(stdout, stderr io.Writer, cs []zklock.Contender) int {
 	var b strings.Builder
 	b.WriteString("[")
 	for i, c := range cs {
-		j := contenderJSON{
-			Position: i, Holder: c.Holder, Reader: c.Reader, Node: c.Node, Sequence: c.Sequence, Token: c.Token,
-			Host: c.Owner.Host, PID: c.Owner.PID, Client: c.Owner.Client, Goroutine: c.Owner.Goroutine, Owner: c.Owner.Name,
-			RevokeRequested: c.RevokeRequested,
-		}
-		if isRecord(c) {
-			since := c.Owner.Since
-			j.Since = &since
-		} else {
-			data := string(c.Data)
-			j.Data = &data
-		}
+		j := toJSON(i, c)
 		line, err := json.Marshal(j)
 		if err != nil {
 			return fail(stderr, exitFailure, "encoding JSON: %v", err)
@@ -204,6 +282,43 @@ func printJSON(stdout, stderr io.Writer, cs []zklock.Contender) int {
 	}
 	b.WriteString("]\n")
 	_, _ = io.WriteString(stdout, b.String())
+	return exitOK
+}
+
+// toJSON is one contender as status --json shows it.
+func toJSON(pos int, c zklock.Contender) contenderJSON {
+	j := contenderJSON{
+		Position: pos, Holder: c.Holder, Reader: c.Reader, Node: c.Node, Sequence: c.Sequence, Token: c.Token,
+		Host: c.Owner.Host, PID: c.Owner.PID, Client: c.Owner.Client, Goroutine: c.Owner.Goroutine, Owner: c.Owner.Name,
+		RevokeRequested: c.RevokeRequested,
+	}
+	if isRecord(c) {
+		since := c.Owner.Since
+		j.Since = &since
+	} else {
+		data := string(c.Data)
+		j.Data = &data
+	}
+	return j
+}
+
+// printPathsJSON writes several paths' queues as one JSON object, keyed by
+// path, each an array as for one path.
+func printPathsJSON(out, stderr io.Writer, paths []string, queues [][]zklock.Contender) int {
+	fmt.Fprint(out, "{")
+	for i, p := range paths {
+		key, _ := json.Marshal(p)
+		if i > 0 {
+			fmt.Fprint(out, ",")
+		}
+		fmt.Fprintf(out, "\n%s: ", key)
+		var b strings.Builder
+		if code := printJSON(&b, stderr, queues[i]); code != exitOK {
+			return code
+		}
+		fmt.Fprint(out, strings.TrimSuffix(b.String(), "\n"))
+	}
+	fmt.Fprint(out, "\n}\n")
 	return exitOK
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zklock/zklock"
 	"github.com/zklock/zklock/zktest"
 )
 
@@ -212,8 +213,64 @@ func TestStatusReadersSemaphoreAndSeveralPaths(t *testing.T) {
 	require.Contains(t, out, semPath+":\n")
 	require.Equal(t, 4, strings.Count(out, "HOLDER"), out)
 
-	code, _, errOut = runZK(t, 20*time.Second, "status", "--json", rwPath, semPath)
-	require.Equal(t, exitUsage, code, errOut)
+	code, out, errOut = runZK(t, 20*time.Second, "status", "--json", rwPath, semPath)
+	require.Equal(t, exitOK, code, errOut)
+	var byPath map[string][]contenderJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &byPath), out)
+	require.Len(t, byPath[rwPath], 2)
+	require.Len(t, byPath[semPath], 2)
+}
+
+// status --tree: every lock path under a root in one table (holder, queue
+// length), and as JSON; --watch shows it again when a queue changes.
+func TestStatusTreeAndWatch(t *testing.T) {
+	root := lockPath(t)
+	a, b, sem := root+"/jobs/a", root+"/jobs/b", root+"/pool"
+	c := connect(t)
+	ma, err := c.NewMutex(a)
+	require.NoError(t, err)
+	_, err = ma.Acquire(context.Background())
+	require.NoError(t, err)
+	go func() { _, _ = mustMutexCLI(t, c, a).Acquire(context.Background()) }()
+	waitQueue(t, c, a, 2)
+	s, err := c.NewSemaphore(sem, 2)
+	require.NoError(t, err)
+	_, err = s.Acquire(context.Background())
+	require.NoError(t, err)
+
+	code, out, errOut := runZK(t, 20*time.Second, "status", "--tree", root)
+	require.Equal(t, exitOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	require.Equal(t, []string{"PATH", "HOLDER", "HOST", "PID", "HELD", "QUEUE"}, strings.Fields(lines[0]))
+	require.True(t, strings.HasPrefix(lines[1], a+" "), out)
+	require.Equal(t, "1", strings.Fields(lines[1])[len(strings.Fields(lines[1]))-1], "one waiting on a")
+	require.True(t, strings.HasPrefix(lines[2], sem+" "), out)
+	require.NotContains(t, out, b)
+
+	code, out, errOut = runZK(t, 20*time.Second, "status", "--tree", "--json", root)
+	require.Equal(t, exitOK, code, errOut)
+	var rows []treeRow
+	require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+	require.Len(t, rows, 2)
+	require.Equal(t, a, rows[0].Path)
+	require.Len(t, rows[0].Holders, 1)
+	require.Equal(t, 1, rows[0].Waiting)
+	require.Equal(t, os.Getpid(), rows[1].Holders[0].PID)
+
+	w := start(t, "status", "--watch", "--tree", root)
+	eventually(t, "the first view", func() bool { return strings.Count(w.outText(), a+" ") == 1 })
+	mb, err := c.NewMutex(b)
+	require.NoError(t, err)
+	_, err = mb.Acquire(context.Background())
+	require.NoError(t, err)
+	eventually(t, "the view after b was taken", func() bool { return strings.Contains(w.outText(), b+" ") })
+}
+
+func mustMutexCLI(t *testing.T, c *zklock.Client, p string) *zklock.Mutex {
+	m, err := c.NewMutex(p)
+	require.NoError(t, err)
+	return m
 }
 
 // A taken --port is reported plainly, at once, before any ZooKeeper starts.
@@ -227,4 +284,34 @@ func TestServerTakenPort(t *testing.T) {
 	require.Empty(t, out)
 	require.Contains(t, stderr, fmt.Sprintf("zklock: port %d on 127.0.0.1 is taken", port))
 	require.NotContains(t, stderr, "Exception")
+}
+
+// zklock limit shows a semaphore's stored limit, refuses a reset while
+// leases hold, and resets it once none do: the next semaphore stores its own.
+func TestLimitShowAndReset(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	s, err := c.NewSemaphore(path, 2)
+	require.NoError(t, err)
+	l, err := s.Acquire(context.Background())
+	require.NoError(t, err)
+	code, out, errOut := runZK(t, 20*time.Second, "limit", path)
+	require.Equal(t, exitOK, code, errOut)
+	require.Equal(t, path+": limit 2, 1 leases\n", out)
+	code, _, errOut = runZK(t, 20*time.Second, "limit", "--reset", path)
+	require.Equal(t, exitFailure, code)
+	require.Contains(t, errOut, "1 leases held or waiting")
+	require.NoError(t, l.Release(context.Background()))
+
+	code, out, errOut = runZK(t, 20*time.Second, "limit", "--reset", path)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, "limit 2 cleared")
+	s3, err := c.NewSemaphore(path, 3)
+	require.NoError(t, err)
+	l, err = s3.Acquire(context.Background())
+	require.NoError(t, err, "a new limit is stored after the reset")
+	require.NoError(t, l.Release(context.Background()))
+	code, out, _ = runZK(t, 20*time.Second, "limit", path)
+	require.Equal(t, exitOK, code)
+	require.Contains(t, out, "limit 3")
 }

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock"
+)
+
+// lockNodeName matches the lock node names of zklock, Curator, kazoo and
+// go-zookeeper: a marker, then ZooKeeper's 10-digit sequence.
+var lockNodeName = regexp.MustCompile(`(-lock-|__lock__|__WRIT__|__READ__|__rlock__|-lease-)-?[0-9]{10}$`)
+
+// maxTreeNodes bounds the walk of 'status --tree'.
+const maxTreeNodes = 10000
+
+// lockPathsUnder walks the tree under root and returns, sorted, every lock
+// path in it: a node with lock nodes among its children, or a semaphore's
+// path (its children locks and leases). It does not look inside a lock path.
+func lockPathsUnder(ctx context.Context, client *zklock.Client, root string, w *changeWatch) ([]string, error) {
+	conn := client.Conn()
+	var out []string
+	queue, seen := []string{root}, 0
+	for len(queue) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p := queue[0]
+		queue = queue[1:]
+		if seen++; seen > maxTreeNodes {
+			return nil, fmt.Errorf("more than %d nodes under %s: give a narrower root", maxTreeNodes, root)
+		}
+		children, _, err := conn.Children(p)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		w.add(p)
+		if isLockPath(children) {
+			out = append(out, p)
+			continue
+		}
+		sort.Strings(children)
+		for _, c := range children {
+			queue = append(queue, join(p, c))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func isLockPath(children []string) bool {
+	for _, c := range children {
+		if c == "leases" || lockNodeName.MatchString(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func join(parent, child string) string {
+	if parent == "/" {
+		return "/" + child
+	}
+	return parent + "/" + child
+}
+
+// treeRow is one lock path of the tree.
+type treeRow struct {
+	Path    string          `json:"path"`
+	Holders []contenderJSON `json:"holders"`
+	Waiting int             `json:"waiting"`
+}
+
+func printTree(out io.Writer, root string, paths []string, queues [][]zklock.Contender) {
+	if len(paths) == 0 {
+		fmt.Fprintf(out, "no lock paths under %s\n", root)
+		return
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PATH\tHOLDER\tHOST\tPID\tHELD\tQUEUE")
+	for i, p := range paths {
+		holder, host, pid, held, waiting := "-", "-", "-", "-", 0
+		for _, c := range queues[i] {
+			if !c.Holder {
+				waiting++
+				continue
+			}
+			if holder != "-" {
+				holder += "+" // readers or a semaphore's leases share
+				continue
+			}
+			if isRecord(c) {
+				holder, host, pid, held = ownerName(c.Owner), c.Owner.Host, strconv.Itoa(c.Owner.PID), ago(now, c.Owner.Since)
+			} else {
+				holder = "data " + strconv.Quote(truncate(string(c.Data), 24))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", p, truncate(holder, 32), host, pid, held, waiting)
+	}
+	tw.Flush()
+}
+
+func printTreeJSON(out, stderr io.Writer, paths []string, queues [][]zklock.Contender) int {
+	rows := make([]treeRow, len(paths))
+	for i, p := range paths {
+		rows[i] = treeRow{Path: p, Holders: []contenderJSON{}}
+		for pos, c := range queues[i] {
+			if c.Holder {
+				rows[i].Holders = append(rows[i].Holders, toJSON(pos, c))
+			} else {
+				rows[i].Waiting++
+			}
+		}
+	}
+	b, err := json.MarshalIndent(rows, "", "  ")
+	if err != nil {
+		return fail(stderr, exitFailure, "encoding JSON: %v", err)
+	}
+	fmt.Fprintf(out, "%s\n", b)
+	return exitOK
+}
+
+// changeWatch sets a child watch on every path it is given and closes its
+// channel at the first event of any (--watch); off, it does nothing.
+type changeWatch struct {
+	client *zklock.Client
+	on     bool
+	once   sync.Once
+	ch     chan struct{}
+}
+
+func newChangeWatch(client *zklock.Client, on bool) *changeWatch {
+	return &changeWatch{client: client, on: on, ch: make(chan struct{})}
+}
+
+func (w *changeWatch) add(p string) {
+	if !w.on {
+		return
+	}
+	_, _, ev, err := w.client.Conn().ChildrenW(p)
+	if err != nil {
+		_, _, ev, err = w.client.Conn().ExistsW(p) // not there: watch for it
+	}
+	if err != nil {
+		w.fire() // cannot watch: look again
+		return
+	}
+	go func() {
+		<-ev
+		w.fire()
+	}()
+}
+
+func (w *changeWatch) fire() { w.once.Do(func() { close(w.ch) }) }
+
+func (w *changeWatch) changed() <-chan struct{} { return w.ch }
+
+// clearScreen clears a terminal before --watch redraws; to a file or a pipe
+// it writes a separator instead.
+func clearScreen(out io.Writer) {
+	if f, ok := out.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprint(out, "\033[H\033[2J")
+			return
+		}
+	}
+	fmt.Fprintf(out, "--- %s\n", time.Now().Format(time.RFC3339))
+}
