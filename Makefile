@@ -24,11 +24,11 @@ torture: zk
 # bench measures zklock beside go-zookeeper's zk.Lock and the bare client in
 # one run (cmd/zklock-bench starts its own ZooKeeper): the table, the run
 # through a 1ms-each-way proxy, and the cost curve, plotted to
-# doc/cost-curve.svg. About 8 minutes on a 2-core machine. `make test` runs
+# docs/cost-curve.svg. About 10 minutes on a 2-core machine. `make test` runs
 # its short profile (TestQuickProfile). BENCH_ARGS='-json' for machines.
 BENCH_ARGS ?=
 bench: zk
-	$(GO) run ./cmd/zklock-bench -plot doc/cost-curve.svg $(BENCH_ARGS)
+	$(GO) run ./cmd/zklock-bench -plot docs/cost-curve.svg $(BENCH_ARGS)
 
 # zk installs ZooKeeper and Java if they are missing.
 zk:
