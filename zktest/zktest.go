@@ -14,7 +14,10 @@
 //     $ZOOKEEPER_HOME/lib/*.jar and $ZOOKEEPER_HOME/*.jar) or the Debian
 //     package (/usr/share/java/zookeeper.jar). Java is $JAVA_HOME/bin/java or
 //     java on $PATH.
-//  3. Otherwise the test fails with instructions: `make test` installs
+//  3. A container of the official zookeeper:3.8 image, started with
+//     testcontainers-go, when a Docker engine answers (standalone only, no
+//     server fault helpers; the code is the separate module zkcontainer).
+//  4. Otherwise the test fails with instructions: `make test` installs
 //     ZooKeeper, or run `sudo scripts/install-zookeeper.sh`, or set
 //     ZKLOCK_TEST_SERVERS.
 //
@@ -51,12 +54,9 @@ const DefaultStartTimeout = zkserver.DefaultStartTimeout
 var ErrExternal = zkserver.ErrExternal
 
 // Start returns a running ZooKeeper cluster for the test, torn down by
-// t.Cleanup. It uses, in order: the servers named in ZKLOCK_TEST_SERVERS
-// (external: no lifecycle control), a local install (ZOOKEEPER_HOME, or
-// /usr/share/java/zookeeper.jar), a container started with testcontainers-go
-// when a Docker engine answers (standalone only, no lifecycle control), and
-// otherwise fails the test with instructions for getting ZooKeeper. It only skips the test when an ensemble
-// larger than the external server list is requested.
+// t.Cleanup, found in the four ways the package doc lists. It fails the test
+// with instructions when there is none, and skips it only when the external
+// servers cannot give what it asks for (a larger ensemble, TLS).
 func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	cfg := newConfig(opts)
