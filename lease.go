@@ -34,8 +34,7 @@ type Lease struct {
 	presumed    chan struct{} // closed when the connection dropped and there is no wire clock
 	presumeOnce sync.Once
 
-	revoke     chan struct{} // closed when someone asks the holder to release (revoke.go)
-	revokeOnce sync.Once
+	revoke chan struct{} // closed when someone asks the holder to release (revoke.go), under mu
 
 	mu         sync.Mutex
 	state      leaseState
