@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zklock/zklock"
 )
 
@@ -421,6 +423,8 @@ func (o *execOpts) acquireFailed(r acquired, timedOut bool, stderr io.Writer) in
 	switch {
 	case errors.Is(r.err, zklock.ErrUnreachable):
 		return fail(stderr, exitUnavailable, "lost contact with ZooKeeper at %s while waiting for %s: %s", o.conn.servers, o.path, cause(r.err))
+	case errors.Is(r.err, zk.ErrNoAuth):
+		return fail(stderr, exitSoftware, "ZooKeeper refused to let this client queue on %s: not authorised by the path's ACL (%s); give credentials with $%s or --auth-file", o.path, cause(r.err), envAuth)
 	case errors.Is(r.err, zklock.ErrIncompatible):
 		return fail(stderr, exitUsage, "refusing to share %s: %s", o.path, strings.TrimPrefix(cause(r.err), strings.TrimPrefix(zklock.ErrIncompatible.Error(), libPrefix)+": "))
 	case errors.Is(r.err, zklock.ErrLocked):

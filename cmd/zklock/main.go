@@ -191,6 +191,7 @@ func usageError(stderr io.Writer, name string, format string, args ...any) int {
 type connFlags struct {
 	servers        string
 	connectTimeout time.Duration
+	sec            *securityFlags // TLS, credentials, ACL: security.go
 }
 
 func addConnFlags(fs *flag.FlagSet) {
@@ -198,14 +199,16 @@ func addConnFlags(fs *flag.FlagSet) {
 	if def == "" {
 		def = defaultServers
 	}
-	fs.String("servers", def, "ZooKeeper servers, a comma-separated `host:port` list; $"+envServers+" sets the default")
+	fs.String("servers", def, "ZooKeeper servers, a comma-separated `host:port` list, optionally followed by a chroot (host:port,host:port/app); $"+envServers+" sets the default")
 	fs.Duration("connect-timeout", 15*time.Second, "give up if no ZooKeeper session is established within this `duration`")
+	addSecurityFlags(fs)
 }
 
 func connFlagsOf(fs *flag.FlagSet) *connFlags {
 	return &connFlags{
 		servers:        flagValue[string](fs, "servers"),
 		connectTimeout: flagValue[time.Duration](fs, "connect-timeout"),
+		sec:            securityFlagsOf(fs),
 	}
 }
 
@@ -231,15 +234,13 @@ func (cf *connFlags) check() string {
 	if strings.Trim(cf.servers, ", \t") == "" {
 		return "--servers is empty"
 	}
-	for _, a := range strings.Split(cf.servers, ",") {
-		if msg := checkAddr(strings.TrimSpace(a)); msg != "" {
-			return fmt.Sprintf("--servers %q: %s (want host:port,host:port,...)", cf.servers, msg)
-		}
+	if msg := checkServers(cf.servers); msg != "" {
+		return fmt.Sprintf("--servers %q: %s (want host:port,host:port,... and optionally /chroot)", cf.servers, msg)
 	}
 	if cf.connectTimeout <= 0 {
 		return "--connect-timeout must be positive"
 	}
-	return ""
+	return cf.sec.load()
 }
 
 // checkAddr checks one host:port address; it returns what is wrong, or "".
@@ -267,12 +268,19 @@ func (cf *connFlags) connect(ctx context.Context, opts ...zklock.Option) (*zkloc
 	// A command line tool should exit promptly: give deletes at most 2s on
 	// the way out (what is left goes with the session).
 	opts = append([]zklock.Option{zklock.WithCleanupTimeout(2 * time.Second)}, opts...)
+	if msg := cf.sec.load(); msg != "" {
+		return nil, fmt.Errorf("%w: %s", zklock.ErrInvalidOption, msg)
+	}
+	opts = append(append([]zklock.Option(nil), cf.sec.opts...), opts...)
 	return zklock.Connect(cctx, cf.list(), opts...)
 }
 
 // unreachable is the message for a failed connect: the library's error
 // names the last cause (refused, not ZooKeeper, no answer).
 func (cf *connFlags) unreachable(err error) string {
+	if msg, ok := refusedCredentials(err, cf.sec.from); ok {
+		return msg
+	}
 	return fmt.Sprintf("cannot reach ZooKeeper at %s: %s; check --servers or $%s, and that ZooKeeper runs ('zklock server' starts one for trying)",
 		cf.servers, cause(err), envServers)
 }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// The CLI on a TLS-only ensemble, with digest credentials from the
+// environment: the holder's nodes are protected (all rights for its
+// identity, read for everyone), so a stranger without credentials sees the
+// queue with status but can neither queue, nor break the holder, nor delete
+// its node with a library client; every refusal says the server refused.
+func TestCLIOverTLSWithCredentials(t *testing.T) {
+	zc := zktest.Start(t, zktest.WithTLS("want"))
+	files := zc.TLSFiles()
+	servers := strings.Join(zc.Addrs(), ",")
+	path := lockPath(t)
+	tlsFlags := []string{"--servers", servers, "--tls-ca", files.CA}
+
+	t.Setenv(envAuth, "alice:secret")
+	holder := start(t, append(append([]string{"exec"}, tlsFlags...), path, "--", "sleep", "30")...)
+	cfg := zc.TLSConfig()
+	c := tlsClient(t, zc, cfg)
+	waitQueue(t, c, path, 1)
+
+	t.Setenv(envAuth, "") // a stranger from here on
+	code, out, errOut := runZK(t, 20*time.Second, append(append([]string{"status"}, tlsFlags...), path)...)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, "HOLDER", "status works without credentials")
+
+	code, _, errOut = runZK(t, 20*time.Second, append(append([]string{"exec", "--try"}, tlsFlags...), path, "--", "true")...)
+	require.NotEqual(t, exitOK, code)
+	require.Contains(t, errOut, "refused")
+	require.Contains(t, errOut, path)
+	require.NotContains(t, errOut, "cannot reach")
+
+	code, _, errOut = runZK(t, 20*time.Second, append(append([]string{"break", "--yes"}, tlsFlags...), path)...)
+	require.Equal(t, exitFailure, code, errOut)
+	require.Contains(t, errOut, "refused")
+
+	cs := contendersOf(t, c, path)
+	require.Len(t, cs, 1)
+	err := c.Conn().Delete(cs[0].Node, -1)
+	require.ErrorIs(t, err, zk.ErrNoAuth, "a stranger deletes the holder's node")
+	m, err := c.NewMutex(path)
+	require.NoError(t, err)
+	_, err = m.TryAcquire(context.Background())
+	require.ErrorIs(t, err, zk.ErrNoAuth)
+	require.ErrorContains(t, err, path)
+	select {
+	case <-holder.done:
+		t.Fatal("the holder was disturbed")
+	default:
+	}
+}
+
+// Credentials never come from an argument, and a malformed file is a usage
+// error before any dial.
+func TestCLICredentialsFromAFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad")
+	require.NoError(t, os.WriteFile(bad, []byte("no-colon\n"), 0o600))
+	code, _, errOut := runZK(t, 10*time.Second, "status", "--auth-file", bad, "/a")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "credentials must be one line, user:password")
+	code, _, errOut = runZK(t, 10*time.Second, "status", "--acl", "protected", "/a")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "--acl protected needs credentials")
+}
+
+// tlsClient is a library client of the TLS cluster, without credentials.
+func tlsClient(t *testing.T, zc *zktest.Cluster, cfg *tls.Config) *zklock.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := zklock.Connect(ctx, zc.Addrs(), zklock.WithTLS(cfg), zklock.WithSessionTimeout(4*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// --servers takes a connect string with a chroot: a lock taken through it
+// lives under the chroot, and status through it shows the path as given.
+func TestCLIChroot(t *testing.T) {
+	path := lockPath(t)
+	chrooted := strings.Join(cluster.Addrs(), ",") + "/chroot-cli"
+	start(t, "exec", "--servers", chrooted, path, "--", "sleep", "30")
+	c := connect(t)
+	waitQueue(t, c, "/chroot-cli"+path, 1)
+	code, out, errOut := runZK(t, 20*time.Second, "status", "--servers", chrooted, "--json", path)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, `"node":"`+path+"/")
+	code, _, errOut = runZK(t, 20*time.Second, "status", "--servers", "127.0.0.1:2181/bad/", path)
+	require.Equal(t, exitUsage, code, errOut)
+}
