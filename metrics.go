@@ -8,7 +8,8 @@ import (
 )
 
 // Metrics receives what a Client observes, for a service to export (the
-// module github.com/zklock/zklock/metrics/prometheus adapts it to
+// module github.com/zklock/zklock/metrics/zklockprom adapts it to
+// Prometheus, metrics/zklockotel to OpenTelemetry;
 // Prometheus; zklock itself depends on no metrics library). Set it with
 // WithMetrics.
 //

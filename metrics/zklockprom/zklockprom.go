@@ -1,14 +1,14 @@
-// Package prometheus exports what a zklock Client observes (zklock.Metrics)
+// Package zklockprom exports what a zklock Client observes (zklock.Metrics)
 // as Prometheus metrics. It is a module of its own, so zklock itself forces
 // no metrics library on anyone:
 //
-//	m, err := prometheus.New(prom.DefaultRegisterer)
+//	m, err := zklockprom.New(prom.DefaultRegisterer)
 //	...
 //	c, err := zklock.Connect(ctx, servers, zklock.WithMetrics(m))
 //
 // Metrics (label kind: mutex, read, write or semaphore):
 //
-//	zklock_acquire_wait_seconds{kind,outcome}  histogram; outcome granted, locked, timeout or error
+//	zklock_acquire_wait_seconds{kind,outcome}  histogram; outcome granted, locked, unreachable, timeout or error
 //	zklock_queue_length{kind}                  histogram of the queue an Acquire joined, itself included
 //	zklock_hold_seconds{kind}                  histogram of how long leases were held
 //	zklock_leases_lost_total{kind,cause}       cause session_expired, node_deleted or connection_lost
@@ -18,7 +18,7 @@
 //
 // Lock paths are not labels: a service may lock one path per job or per
 // tenant, and each would become a time series.
-package prometheus
+package zklockprom
 
 import (
 	"context"
@@ -90,6 +90,8 @@ func outcome(err error) string {
 		return "granted"
 	case errors.Is(err, zklock.ErrLocked):
 		return "locked"
+	case errors.Is(err, zklock.ErrUnreachable): // before timeout: it is joined with the deadline
+		return "unreachable"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return "timeout"
 	}

@@ -1,4 +1,4 @@
-package prometheus_test
+package zklockprom_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
-	zklockprom "github.com/zklock/zklock/metrics/prometheus"
+	zklockprom "github.com/zklock/zklock/metrics/zklockprom"
 	"github.com/zklock/zklock/zktest"
 )
 

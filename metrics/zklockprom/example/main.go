@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zklock/zklock"
-	zklockprom "github.com/zklock/zklock/metrics/prometheus"
+	zklockprom "github.com/zklock/zklock/metrics/zklockprom"
 )
 
 func main() {

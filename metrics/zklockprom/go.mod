@@ -1,4 +1,4 @@
-module github.com/zklock/zklock/metrics/prometheus
+module github.com/zklock/zklock/metrics/zklockprom
 
 go 1.24
 
