@@ -9,8 +9,8 @@ import (
 
 // Metrics receives what a Client observes, for a service to export (the
 // module github.com/zklock/zklock/metrics/zklockprom adapts it to
-// Prometheus, metrics/zklockotel to OpenTelemetry;
-// Prometheus; zklock itself depends on no metrics library). Set it with
+// Prometheus, metrics/zklockotel to OpenTelemetry; zklock itself depends on
+// no metrics library). Set it with
 // WithMetrics.
 //
 // Methods are called synchronously from the goroutine that made the
