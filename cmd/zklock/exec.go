@@ -417,7 +417,7 @@ func (o *execOpts) primitive(c *zklock.Client) (acquire, try acquireFunc, err er
 // closes r's client, if any, after the report.
 func (o *execOpts) acquireFailed(r acquired, timedOut bool, stderr io.Writer) int {
 	if r.client == nil { // no session: an outage, never contention, whatever --timeout says
-		return fail(stderr, exitUnavailable, "%s", o.conn.unreachable(r.err))
+		return fail(stderr, o.conn.connectExit(r.err), "%s", o.conn.unreachable(r.err))
 	}
 	defer closeClient(r.client)
 	switch {

@@ -65,7 +65,7 @@ func runLeader(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	defer stop()
 	client, err := cf.connect(ctx)
 	if err != nil {
-		return fail(stderr, exitUnavailable, "%s", cf.unreachable(err))
+		return fail(stderr, cf.connectExit(err), "%s", cf.unreachable(err))
 	}
 	defer closeClient(client)
 	e, err := client.NewElection(path)

@@ -53,7 +53,7 @@ func runLimit(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	client, err := cf.connect(ctx)
 	if err != nil {
-		return fail(stderr, exitUnavailable, "%s", cf.unreachable(err))
+		return fail(stderr, cf.connectExit(err), "%s", cf.unreachable(err))
 	}
 	defer closeClient(client)
 	conn := client.Conn()

@@ -162,3 +162,12 @@ func refusedCredentials(err error, from string) (string, bool) {
 	}
 	return fmt.Sprintf("ZooKeeper refused the credentials from %s: %s", from, cause(err)), true
 }
+
+// connectExit is the exit status of a failed connect: 1 when the server
+// refused the credentials (it answered: not an outage), else 69.
+func (cf *connFlags) connectExit(err error) int {
+	if _, refused := refusedCredentials(err, cf.sec.from); refused {
+		return exitFailure
+	}
+	return exitUnavailable
+}

@@ -91,7 +91,7 @@ func contenders(name string, fs *flag.FlagSet, pos []string, stderr io.Writer) (
 	defer cancel()
 	client, err := cf.connect(ctx)
 	if err != nil {
-		return nil, nil, fail(stderr, exitUnavailable, "%s", cf.unreachable(err))
+		return nil, nil, fail(stderr, cf.connectExit(err), "%s", cf.unreachable(err))
 	}
 	cs, err := client.Contenders(ctx, pos[0])
 	if err != nil {
@@ -124,7 +124,7 @@ func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	defer stop()
 	client, err := cf.connect(ctx)
 	if err != nil {
-		return fail(stderr, exitUnavailable, "%s", cf.unreachable(err))
+		return fail(stderr, cf.connectExit(err), "%s", cf.unreachable(err))
 	}
 	defer closeClient(client)
 	watch := flagValue[bool](fs, "watch")
