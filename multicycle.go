@@ -33,13 +33,22 @@ const (
 	yieldBackoffMax = 300 * time.Millisecond
 )
 
+// cycleCheck is one MultiLock wait's look for a cycle: the path it waits
+// for, and the parts it holds meanwhile.
+type cycleCheck struct {
+	c     *Client
+	path  string
+	parts []*Lease
+}
+
 // watchCycle looks for a cycle while the caller waits for path holding
 // parts, until stop is called; it calls yield, once, when it finds one.
-func (c *Client) watchCycle(path string, parts []*Lease, yield func()) (stop func()) {
+func watchCycle(c *Client, path string, parts []*Lease, yield func()) (stop func()) {
 	done := make(chan struct{})
 	if len(parts) == 0 || !c.track() {
 		return func() {}
 	}
+	check := cycleCheck{c: c, path: path, parts: parts}
 	go func() {
 		defer c.wg.Done()
 		t := time.NewTimer(cycleFirstCheck)
@@ -52,7 +61,7 @@ func (c *Client) watchCycle(path string, parts []*Lease, yield func()) (stop fun
 				return
 			case <-t.C:
 			}
-			if c.inCycle(path, parts) {
+			if check.inCycle() {
 				yield()
 				return
 			}
@@ -62,27 +71,28 @@ func (c *Client) watchCycle(path string, parts []*Lease, yield func()) (stop fun
 	return func() { close(done) }
 }
 
-// inCycle reports whether the session holding path queued behind one of
-// parts. Any failure to read says no: the wait goes on, and the next look
-// may tell.
-func (c *Client) inCycle(path string, parts []*Lease) bool {
-	holder, ok := c.holderSession(path)
+// inCycle reports whether the session holding the awaited path queued
+// behind one of the parts. Any failure to read says no: the wait goes on,
+// and the next look may tell.
+func (k cycleCheck) inCycle() bool {
+	holder, ok := k.holderSession()
 	if !ok {
 		return false
 	}
-	for _, p := range parts {
+	for _, p := range k.parts {
 		if holder == p.q.sess.id {
 			return false // ours: about to be granted
 		}
-		if c.queuedBehind(p.q, holder) {
+		if k.queuedBehind(p.q, holder) {
 			return true
 		}
 	}
 	return false
 }
 
-// holderSession is the session of the first node in path's queue.
-func (c *Client) holderSession(path string) (int64, bool) {
+// holderSession is the session of the first node in the awaited path's queue.
+func (k cycleCheck) holderSession() (int64, bool) {
+	c, path := k.c, k.path
 	children, _, err := c.conn.Children(path)
 	if err != nil {
 		return 0, false
@@ -99,7 +109,8 @@ func (c *Client) holderSession(path string) (int64, bool) {
 }
 
 // queuedBehind reports whether session owns a node queued after q's.
-func (c *Client) queuedBehind(q *queueNode, session int64) bool {
+func (k cycleCheck) queuedBehind(q *queueNode, session int64) bool {
+	c := k.c
 	children, _, err := c.conn.Children(q.path)
 	if err != nil {
 		return false

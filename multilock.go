@@ -118,7 +118,7 @@ func (ml *MultiLock) acquireAll(ctx context.Context, try bool) (*Lease, error) {
 		return nil, errors.Join(err, rerr)
 	}
 	for _, m := range ml.mutexes {
-		stop := ml.c.watchCycle(m.path, parts, func() { cancel(errYield) })
+		stop := watchCycle(ml.c, m.path, parts, func() { cancel(errYield) })
 		l, err := ml.c.acquire(wctx, ml.c.exclusive(wctx, m.path, try))
 		stop()
 		if err != nil {
