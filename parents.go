@@ -60,7 +60,7 @@ func (c *Client) createParent(ctx context.Context, p string, container bool) err
 	})
 	_, err := await(ctx, c, created)
 	if container && classify(err) == errStop {
-		c.outcomeOfAbandoned(p, created)
+		c.cleaner.awaitAbandoned(p, created)
 	}
 	switch {
 	case err == nil:
@@ -92,16 +92,16 @@ func (c *Client) containersAvailable() bool {
 	return c.containers.ok
 }
 
-// outcomeOfAbandoned waits, at most the cleanup timeout, for a create of p
-// its caller stopped waiting for: if it made the node, the cleaner must know
-// (a container that never had a child is one the server never removes).
-func (c *Client) outcomeOfAbandoned(p string, created <-chan result[string]) {
-	t := time.NewTimer(c.opts.cleanupTimeout)
+// awaitAbandoned waits, at most the cleanup timeout, for a create of p its
+// caller stopped waiting for: if it made the node, the cleaner must know (a
+// container that never had a child is one the server never removes).
+func (cl *cleaner) awaitAbandoned(p string, created <-chan result[string]) {
+	t := time.NewTimer(cl.c.opts.cleanupTimeout)
 	defer t.Stop()
 	select {
 	case r := <-created:
 		if r.err == nil {
-			c.cleaner.created(context.Background(), p)
+			cl.created(context.Background(), p)
 		}
 	case <-t.C:
 	}
