@@ -29,7 +29,7 @@ torture: zk
 # its short profile (TestQuickProfile). BENCH_ARGS='-json' for machines.
 BENCH_ARGS ?=
 bench: zk
-	$(GO) run ./cmd/zklock-bench -plot docs/cost-curve.svg $(BENCH_ARGS)
+	$(GO) run ./cmd/zklock-bench -plot docs/cost-curve.svg -doc docs/performance.md $(BENCH_ARGS)
 
 # zk installs ZooKeeper and Java if they are missing.
 zk:

@@ -44,6 +44,7 @@ type config struct {
 	only     string // run only workloads whose name contains this
 	cpuProf  string
 	memProf  string
+	doc      string // write the tables into this document too (doc.go)
 }
 
 func main() {
@@ -59,6 +60,7 @@ func main() {
 	flag.StringVar(&cfg.only, "only", "", "run only the workloads whose name contains this (e.g. \"W=8\")")
 	flag.StringVar(&cfg.cpuProf, "cpuprofile", "", "write a CPU profile of the sweep to this file")
 	flag.StringVar(&cfg.memProf, "memprofile", "", "write an allocation profile to this file after the sweep")
+	flag.StringVar(&cfg.doc, "doc", "", "also write the tables into this Markdown `file`, between its zklock-bench markers")
 	flag.Parse()
 	if err := bench(context.Background(), cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "zklock-bench:", err)
@@ -119,6 +121,10 @@ func bench(ctx context.Context, cfg config, out io.Writer) error {
 	if cfg.json {
 		return writeJSON(out, cells, curve)
 	}
+	var report strings.Builder
+	if cfg.doc != "" {
+		out = io.MultiWriter(out, &report)
+	}
 	fmt.Fprintf(out, "zklock-bench: %d repetitions of %v each, medians; per-acquisition figures (writes, reads, watch events, CPU, allocations, bytes) are per cycle\n\n", cfg.reps, cfg.duration)
 	printTable(out, median(cells))
 	if curve != nil {
@@ -132,6 +138,9 @@ func bench(ctx context.Context, cfg config, out io.Writer) error {
 		}
 	}
 	fmt.Fprintf(out, "\ntotal %v\n", time.Since(start).Round(time.Second))
+	if cfg.doc != "" {
+		return writeDoc(cfg.doc, report.String())
+	}
 	return nil
 }
 
