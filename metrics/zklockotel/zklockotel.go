@@ -17,6 +17,12 @@
 //	zklock.requests.retried   counter of requests sent again after a dropped connection
 //	zklock.multilock.yields   counter of MultiLock attempts that let go to break a wait-for cycle
 //
+// The histograms advise the Prometheus adapter's bucket boundaries: waits
+// from 0.5ms by ×4 to about 2 minutes, queue lengths from 1 by ×2 to 512,
+// holds from 1ms by ×4 to about 70 minutes (an SDK's default boundaries, 0, 5,
+// 10, 25 and on, suit milliseconds, not seconds). A View in the MeterProvider
+// overrides them.
+//
 // Lock paths are not attributes: one path per job would be one series per job.
 package zklockotel
 
@@ -30,6 +36,23 @@ import (
 
 	"github.com/zklock/zklock"
 )
+
+// The histograms' bucket boundaries, the Prometheus adapter's.
+var (
+	waitBuckets  = exponential(0.0005, 4, 10)
+	queueBuckets = exponential(1, 2, 10)
+	holdBuckets  = exponential(0.001, 4, 12)
+)
+
+// exponential is prometheus.ExponentialBuckets.
+func exponential(start, factor float64, n int) []float64 {
+	b := make([]float64, n)
+	for i := range b {
+		b[i] = start
+		start *= factor
+	}
+	return b
+}
 
 // Metrics is a zklock.Metrics that records into OpenTelemetry instruments.
 type Metrics struct {
@@ -49,10 +72,13 @@ func New(meter metric.Meter) (*Metrics, error) {
 	m := &Metrics{}
 	var errs [7]error
 	m.wait, errs[0] = meter.Float64Histogram("zklock.acquire.wait", metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(waitBuckets...),
 		metric.WithDescription("Time from Acquire to its return, by outcome."))
 	m.queue, errs[1] = meter.Int64Histogram("zklock.queue.length", metric.WithUnit("{node}"),
+		metric.WithExplicitBucketBoundaries(queueBuckets...),
 		metric.WithDescription("Lock nodes on the path when an Acquire joined, itself included."))
 	m.hold, errs[2] = meter.Float64Histogram("zklock.hold", metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(holdBuckets...),
 		metric.WithDescription("Time a lease was held, until released, lost or closed."))
 	m.lost, errs[3] = meter.Int64Counter("zklock.leases.lost", metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases that ended without Release, by cause."))
