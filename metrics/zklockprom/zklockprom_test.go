@@ -2,6 +2,7 @@ package zklockprom_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/assert"
@@ -87,4 +89,73 @@ func TestRegistersOnce(t *testing.T) {
 	require.NoError(t, err)
 	_, err = zklockprom.New(reg)
 	require.Error(t, err, "a second registration is refused, not doubled")
+}
+
+// Every outcome and cause lands under its label with the exact value; no
+// server needed.
+func TestOutcomesAndCauses(t *testing.T) {
+	reg := prom.NewRegistry()
+	m, err := zklockprom.New(reg)
+	require.NoError(t, err)
+	m.Acquired(zklock.KindMutex, 250*time.Millisecond, nil)
+	m.Acquired(zklock.KindMutex, time.Second, fmt.Errorf("x: %w", zklock.ErrLocked))
+	m.Acquired(zklock.KindMutex, 125*time.Millisecond, fmt.Errorf("acquire: %w", context.DeadlineExceeded))
+	m.Acquired(zklock.KindWrite, 3*time.Second, context.Canceled)
+	m.Acquired(zklock.KindMutex, time.Millisecond, errors.New("zk: not authenticated"))
+	m.Acquired(zklock.KindSemaphore, 2*time.Second, fmt.Errorf("%w: %w", zklock.ErrUnreachable, context.DeadlineExceeded))
+	m.Queued(zklock.KindSemaphore, 5)
+	m.Ended(zklock.KindRead, time.Second, fmt.Errorf("%w: %w", zklock.ErrLockLost, zk.ErrSessionExpired))
+	m.Ended(zklock.KindWrite, 2*time.Second, zklock.ErrLockLost)
+	m.Ended(zklock.KindMutex, time.Second, zklock.ErrClosed)
+	m.CleanerDeleted("/p")
+	m.Retried()
+	m.Retried()
+	m.MultiLockYielded([]string{"/a", "/b"})
+
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{} // name{label=value,...} → sum or value
+	for _, f := range families {
+		for _, mt := range f.GetMetric() {
+			var labels []string
+			for _, l := range mt.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			key := f.GetName() + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case mt.GetHistogram() != nil:
+				got[key+" count"] = float64(mt.GetHistogram().GetSampleCount())
+				got[key+" sum"] = mt.GetHistogram().GetSampleSum()
+			default:
+				got[key] = mt.GetCounter().GetValue()
+			}
+		}
+	}
+	assert.Equal(t, map[string]float64{
+		"zklock_acquire_wait_seconds{kind=mutex,outcome=granted} count":         1,
+		"zklock_acquire_wait_seconds{kind=mutex,outcome=granted} sum":           0.25,
+		"zklock_acquire_wait_seconds{kind=mutex,outcome=locked} count":          1,
+		"zklock_acquire_wait_seconds{kind=mutex,outcome=locked} sum":            1,
+		"zklock_acquire_wait_seconds{kind=mutex,outcome=timeout} count":         1,
+		"zklock_acquire_wait_seconds{kind=mutex,outcome=timeout} sum":           0.125,
+		"zklock_acquire_wait_seconds{kind=write,outcome=timeout} count":         1,
+		"zklock_acquire_wait_seconds{kind=write,outcome=timeout} sum":           3,
+		"zklock_acquire_wait_seconds{kind=mutex,outcome=error} count":           1,
+		"zklock_acquire_wait_seconds{kind=mutex,outcome=error} sum":             0.001,
+		"zklock_acquire_wait_seconds{kind=semaphore,outcome=unreachable} count": 1,
+		"zklock_acquire_wait_seconds{kind=semaphore,outcome=unreachable} sum":   2,
+		"zklock_queue_length{kind=semaphore} count":                             1,
+		"zklock_queue_length{kind=semaphore} sum":                               5,
+		"zklock_hold_seconds{kind=read} count":                                  1,
+		"zklock_hold_seconds{kind=read} sum":                                    1,
+		"zklock_hold_seconds{kind=write} count":                                 1,
+		"zklock_hold_seconds{kind=write} sum":                                   2,
+		"zklock_hold_seconds{kind=mutex} count":                                 1,
+		"zklock_hold_seconds{kind=mutex} sum":                                   1,
+		"zklock_leases_lost_total{cause=session_expired,kind=read}":             1,
+		"zklock_leases_lost_total{cause=connection_lost,kind=write}":            1,
+		"zklock_cleaner_deletions_total{}":                                      1,
+		"zklock_requests_retried_total{}":                                       2,
+		"zklock_multilock_yields_total{}":                                       1,
+	}, got)
 }
