@@ -51,8 +51,8 @@ func newCleaner(c *Client) *cleaner {
 // (one read, only when a path is created). The read outlives the caller's
 // ctx (by at most the cleanup timeout): a path created and then left without
 // a child by a cancelled Acquire is one the server never removes, so it must
-// be known here. Past maxPendingCleanups nodes it records no more: those are
-// left to the server.
+// be known here. Past maxPendingCleanups nodes an older record is dropped
+// (a path the server's container check may have removed already).
 func (cl *cleaner) created(ctx context.Context, p string) {
 	c := cl.c
 	if cl.delay <= 0 {
@@ -82,9 +82,13 @@ func (cl *cleaner) created(ctx context.Context, p string) {
 func (cl *cleaner) remember(p string, czxid int64) {
 	cl.mineMu.Lock()
 	defer cl.mineMu.Unlock()
-	if len(cl.mine) < maxPendingCleanups {
-		cl.mine[p] = czxid
+	if len(cl.mine) >= maxPendingCleanups {
+		for old := range cl.mine { // one the server may have removed: left to it from now on
+			delete(cl.mine, old)
+			break
+		}
 	}
+	cl.mine[p] = czxid
 }
 
 // isMine reports whether the node at p with creation zxid czxid is one this

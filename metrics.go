@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -59,6 +60,24 @@ func LossCause(err error) string {
 		return "session_expired"
 	}
 	return "connection_lost"
+}
+
+// AcquireOutcome names how an Acquire ended, for a metric label: "granted"
+// (err is nil), "locked" (TryAcquire found it held), "unreachable"
+// (ZooKeeper could not be reached, deadline or not), "timeout" (ctx ended
+// while others held the lock) or "error".
+func AcquireOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "granted"
+	case errors.Is(err, ErrLocked):
+		return "locked"
+	case errors.Is(err, ErrUnreachable): // before timeout: it is joined with the deadline
+		return "unreachable"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "timeout"
+	}
+	return "error"
 }
 
 // WithMetrics sends the client's observations to m.

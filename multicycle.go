@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -49,6 +50,8 @@ func watchCycle(c *Client, path string, parts []*Lease, yield func()) (stop func
 		return func() {}
 	}
 	check := cycleCheck{c: c, path: path, parts: parts}
+	var mu sync.Mutex // a look still under way when stop is called must not yield after it
+	stopped := false
 	go func() {
 		defer c.wg.Done()
 		t := time.NewTimer(cycleFirstCheck)
@@ -62,13 +65,22 @@ func watchCycle(c *Client, path string, parts []*Lease, yield func()) (stop func
 			case <-t.C:
 			}
 			if check.inCycle() {
-				yield()
+				mu.Lock()
+				if !stopped {
+					yield()
+				}
+				mu.Unlock()
 				return
 			}
 			t.Reset(cycleCheckEvery)
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		close(done)
+	}
 }
 
 // inCycle reports whether the session holding the awaited path queued

@@ -59,8 +59,11 @@ func (c *Client) createParent(ctx context.Context, p string, container bool) err
 		return c.conn.Create(p, []byte{}, zk.FlagPersistent, c.opts.acl)
 	})
 	_, err := await(ctx, c, created)
-	if container && classify(err) == errStop {
-		c.cleaner.awaitAbandoned(p, created)
+	if container && classify(err) == errStop && c.track() {
+		go func() { // the caller returns at its deadline; the record needs no one waiting
+			defer c.wg.Done()
+			c.cleaner.awaitAbandoned(p, created)
+		}()
 	}
 	switch {
 	case err == nil:

@@ -99,21 +99,7 @@ func kind(k string) attribute.KeyValue { return attribute.String("zklock.kind", 
 // Acquired implements zklock.Metrics.
 func (m *Metrics) Acquired(k string, wait time.Duration, err error) {
 	m.wait.Record(context.Background(), wait.Seconds(),
-		metric.WithAttributes(kind(k), attribute.String("zklock.outcome", outcome(err))))
-}
-
-func outcome(err error) string {
-	switch {
-	case err == nil:
-		return "granted"
-	case errors.Is(err, zklock.ErrLocked):
-		return "locked"
-	case errors.Is(err, zklock.ErrUnreachable): // before timeout: it is joined with the deadline
-		return "unreachable"
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return "timeout"
-	}
-	return "error"
+		metric.WithAttributes(kind(k), attribute.String("zklock.outcome", zklock.AcquireOutcome(err))))
 }
 
 // Queued implements zklock.Metrics.

@@ -21,8 +21,6 @@
 package zklockprom
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
@@ -81,21 +79,7 @@ func New(reg prom.Registerer) (*Metrics, error) {
 
 // Acquired implements zklock.Metrics.
 func (m *Metrics) Acquired(kind string, wait time.Duration, err error) {
-	m.wait.WithLabelValues(kind, outcome(err)).Observe(wait.Seconds())
-}
-
-func outcome(err error) string {
-	switch {
-	case err == nil:
-		return "granted"
-	case errors.Is(err, zklock.ErrLocked):
-		return "locked"
-	case errors.Is(err, zklock.ErrUnreachable): // before timeout: it is joined with the deadline
-		return "unreachable"
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return "timeout"
-	}
-	return "error"
+	m.wait.WithLabelValues(kind, zklock.AcquireOutcome(err)).Observe(wait.Seconds())
 }
 
 // Queued implements zklock.Metrics.
