@@ -47,39 +47,13 @@ func newCleaner(c *Client) *cleaner {
 	return &cleaner{c: c, delay: c.opts.cleanupDelay, root: c.opts.cleanupRoot, pending: make(map[string]*time.Timer), mine: make(map[string]int64)}
 }
 
-// created records that this client created p, reading its creation zxid
-// (one read, only when a path is created). The read outlives the caller's
-// ctx (by at most the cleanup timeout): a path created and then left without
-// a child by a cancelled Acquire is one the server never removes, so it must
-// be known here. Past maxPendingCleanups nodes an older record is dropped
-// (a path the server's container check may have removed already).
-func (cl *cleaner) created(ctx context.Context, p string) {
-	c := cl.c
-	if cl.delay <= 0 {
+// remember records that this client created p, with stat as read after the
+// create (nil when p is gone). Past maxPendingCleanups nodes an older record
+// is dropped (a path the server's container check may have removed already).
+func (cl *cleaner) remember(stat *zk.Stat, p string) {
+	if stat == nil || cl.delay <= 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.cleanupTimeout)
-	defer cancel()
-	r := &retrier{c: c, ctx: ctx, closed: c.connClosed}
-	for {
-		stat, err := call(ctx, c, func() (*zk.Stat, error) {
-			ok, stat, err := c.conn.Exists(p)
-			if err == nil && !ok {
-				err = zk.ErrNoNode
-			}
-			return stat, err
-		})
-		if err == nil {
-			cl.remember(p, stat.Czxid)
-			return
-		}
-		if classify(err) != errConnection || r.wait() != nil {
-			return // unknown: never deleted by this cleaner
-		}
-	}
-}
-
-func (cl *cleaner) remember(p string, czxid int64) {
 	cl.mineMu.Lock()
 	defer cl.mineMu.Unlock()
 	if len(cl.mine) >= maxPendingCleanups {
@@ -88,7 +62,28 @@ func (cl *cleaner) remember(p string, czxid int64) {
 			break
 		}
 	}
-	cl.mine[p] = czxid
+	cl.mine[p] = stat.Czxid
+}
+
+// adoptUnused records p as this client's, with stat read after a create of
+// p whose reply was lost found p existing, if p never had a child: then
+// either this client made it, or a peer made it a moment ago and is about to
+// add a child (a cleanup that removes it makes that peer's create start
+// over). A container that had a child is left to the server, which removes
+// it once empty.
+func (cl *cleaner) adoptUnused(stat *zk.Stat, p string) {
+	if stat != nil && stat.Cversion == 0 && stat.NumChildren == 0 {
+		cl.remember(stat, p)
+	}
+}
+
+// exists reads p's stat: a nil stat and no error when p is missing.
+func (cl *cleaner) exists(p string) (*zk.Stat, error) {
+	ok, stat, err := cl.c.conn.Exists(p)
+	if !ok {
+		stat = nil
+	}
+	return stat, err
 }
 
 // isMine reports whether the node at p with creation zxid czxid is one this

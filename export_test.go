@@ -1,5 +1,7 @@
 package zklock
 
+import "context"
+
 // SetHookBeforeLease runs fn between a grant and the making of its lease (a
 // process pause at the worst moment); nil removes it.
 func SetHookBeforeLease(fn func()) {
@@ -23,4 +25,10 @@ func OwnReadDone(l *Lease) <-chan struct{} {
 		return done
 	}
 	return l.q.fetched
+}
+
+// EnsureParents creates lockPath and its missing ancestors, as Acquire does
+// when the lock path is missing.
+func EnsureParents(ctx context.Context, c *Client, lockPath string) error {
+	return c.ensureParents(ctx, lockPath)
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -24,11 +23,18 @@ type containerSupport struct {
 // ensureParents creates the lock path and its missing ancestors. Nodes the
 // cleaner may remove are created as containers where the server has them, so
 // the server removes them too if this process dies before its cleaner runs.
+// A container whose create went unanswered (reply lost, or the caller
+// stopped) is settled in the background: the server never removes a
+// container that never had a child, so the cleaner must know of it.
 func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 	paths := append(ancestors(lockPath), lockPath)
 	r := c.retrier(ctx, nil)
+	unanswered := false // the last create of paths[i] lost its reply
 	for i := 0; i < len(paths); i++ {
-		err := c.createParent(ctx, paths[i], c.cleaner.mayRemove(paths[i], lockPath))
+		p := paths[i]
+		container := c.cleaner.mayRemove(p, lockPath)
+		err := c.createParent(ctx, p, lockPath, container, unanswered)
+		unanswered = container && classify(err) == errConnection
 		switch {
 		case err == nil:
 			continue
@@ -40,6 +46,9 @@ func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 			return err
 		}
 		if err := r.wait(); err != nil {
+			if unanswered {
+				c.settleParent(p, lockPath, nil)
+			}
 			return err
 		}
 	}
@@ -47,10 +56,11 @@ func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 }
 
 // createParent creates p with empty data (not null: kazoo's Semaphore reads
-// a path's data as its limit, and Curator writes empty data too). A node the
-// cleaner may remove is remembered with its creation zxid: the cleaner
-// deletes only what this client created (cleaner.go).
-func (c *Client) createParent(ctx context.Context, p string, container bool) error {
+// a path's data as its limit, and Curator writes empty data too). A container
+// is remembered with its creation zxid: the cleaner deletes only what this
+// client created (cleaner.go). afterLostReply says an earlier create of p
+// lost its reply: finding p then may mean this client made it.
+func (c *Client) createParent(ctx context.Context, p, lockPath string, container, afterLostReply bool) error {
 	useContainer := container && c.containersAvailable()
 	created := goCall(c, func() (string, error) {
 		if useContainer {
@@ -59,26 +69,26 @@ func (c *Client) createParent(ctx context.Context, p string, container bool) err
 		return c.conn.Create(p, []byte{}, zk.FlagPersistent, c.opts.acl)
 	})
 	_, err := await(ctx, c, created)
-	if container && classify(err) == errStop && c.track() {
-		go func() { // the caller returns at its deadline; the record needs no one waiting
-			defer c.wg.Done()
-			c.cleaner.awaitAbandoned(p, created)
-		}()
+	if container && classify(err) == errStop {
+		c.settleParent(p, lockPath, created) // the caller returns at its deadline
 	}
 	switch {
 	case err == nil:
 		if container {
-			c.cleaner.created(ctx, p)
+			c.recordParent(ctx, p, lockPath, madeIt())
 		}
 		return nil
 	case errors.Is(err, zk.ErrNodeExists):
+		if container && afterLostReply {
+			c.recordParent(ctx, p, lockPath, nil)
+		}
 		return nil
 	case useContainer && (errors.Is(err, zk.ErrUnknown) || errors.Is(err, zk.ErrAPIError)):
 		// An old server: remember, and fall back to a persistent node.
 		c.containers.mu.Lock()
 		c.containers.ok = false
 		c.containers.mu.Unlock()
-		return c.createParent(ctx, p, false)
+		return c.createParent(ctx, p, lockPath, false, false)
 	case errors.Is(err, zk.ErrNoNode), classify(err) == errConnection, classify(err) == errStop:
 		return err // the caller starts over, retries or stops
 	default:
@@ -95,17 +105,62 @@ func (c *Client) containersAvailable() bool {
 	return c.containers.ok
 }
 
-// awaitAbandoned waits, at most the cleanup timeout, for a create of p its
-// caller stopped waiting for: if it made the node, the cleaner must know (a
-// container that never had a child is one the server never removes).
-func (cl *cleaner) awaitAbandoned(p string, created <-chan result[string]) {
-	t := time.NewTimer(cl.c.opts.cleanupTimeout)
-	defer t.Stop()
-	select {
-	case r := <-created:
-		if r.err == nil {
-			cl.created(context.Background(), p)
+// recordParent tells the cleaner of p, a container this client made (made
+// holds a nil error) or may have made (made is nil: see adoptUnused). It
+// reads p's creation zxid within ctx, or else in the background.
+func (c *Client) recordParent(ctx context.Context, p, lockPath string, made <-chan result[string]) {
+	stat, err := call(ctx, c, func() (*zk.Stat, error) { return c.cleaner.exists(p) })
+	switch kind := classify(err); {
+	case kind == errConnection || kind == errStop:
+		c.settleParent(p, lockPath, made)
+	case made != nil:
+		c.cleaner.remember(stat, p)
+	default:
+		c.cleaner.adoptUnused(stat, p)
+	}
+}
+
+// settleParent finds out, on a goroutine Close waits for (callers are
+// tracked), whether a create of the container p made the node, when its
+// caller stopped waiting for the reply or the reply was lost (made is nil),
+// and tells the cleaner, which then removes it with lockPath.
+func (c *Client) settleParent(p, lockPath string, made <-chan result[string]) {
+	c.inBackground(func() { c.cleaner.settle(p, lockPath, made) })
+}
+
+// madeIt is the outcome of a create that made its node.
+func madeIt() <-chan result[string] {
+	ch := make(chan result[string], 1)
+	ch <- result[string]{}
+	return ch
+}
+
+// settle goes on, like the removal of an abandoned queue node, until the
+// outcome is known or Close has closed the connection: go-zookeeper fails
+// every pending request when a connection ends, so made always answers.
+func (cl *cleaner) settle(p, lockPath string, made <-chan result[string]) {
+	err := error(zk.ErrConnectionClosed)
+	if made != nil {
+		err = (<-made).err
+	}
+	if err != nil && classify(err) != errConnection {
+		return // not made, or made by someone else
+	}
+	r := cl.c.cleanupRetrier(nil)
+	for {
+		stat, serr := cl.exists(p)
+		switch {
+		case classify(serr) == errConnection:
+			if r.wait() != nil {
+				return
+			}
+			continue
+		case err == nil:
+			cl.remember(stat, p)
+		default:
+			cl.adoptUnused(stat, p)
 		}
-	case <-t.C:
+		cl.schedule(lockPath)
+		return
 	}
 }

@@ -1,0 +1,92 @@
+package zklock_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// A lock path's ancestor is created as a container; ZooKeeper never removes
+// a container that never had a child. These tests break the create of one
+// such ancestor at the worst moments (the caller gives up while the reply is
+// held; the reply is lost) and check that the client's own cleaner removes
+// it. The shared server checks containers only once a minute, and the nodes
+// here never have a child, so only the cleaner can remove them.
+
+// settleSetup returns a client whose cleanup root is "/" (so the first node
+// it creates is a container), talking through a proxy, and a fresh path
+// whose first component does not exist.
+func settleSetup(t *testing.T, rec *recorder) (*zklock.Client, *zktest.Proxy, *zk.Conn, string) {
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithCleanupRoot("/"),
+		zklock.WithCleanupDelay(20*time.Millisecond), zklock.WithMetrics(rec))
+	top := fmt.Sprintf("/zklock-settle-%d", pathSeq.Add(1))
+	return c, proxy, obs, top
+}
+
+// ensureUntilCreated starts EnsureParents for top/lock with replies held and
+// a ctx that ends d later, and returns once top exists on the server.
+func ensureUntilCreated(t *testing.T, c *zklock.Client, proxy *zktest.Proxy, obs *zk.Conn, top string, d time.Duration) <-chan error {
+	proxy.StallReplies()
+	_, _, created, err := obs.ExistsW(top)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		done <- zklock.EnsureParents(ctx, c, top+"/lock")
+	}()
+	select {
+	case <-created:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s was never created", top)
+	}
+	return done
+}
+
+func TestCleanerRemovesAncestorCreatedAfterCallerGaveUp(t *testing.T) {
+	rec := &recorder{}
+	c, proxy, obs, top := settleSetup(t, rec)
+	done := ensureUntilCreated(t, c, proxy, obs, top, 300*time.Millisecond)
+	require.ErrorIs(t, <-done, context.DeadlineExceeded)
+	proxy.Resume() // the create's reply arrives after the caller left
+
+	waitGone(t, obs, top)
+	assert.Contains(t, rec.snapshot().cleaned, top)
+}
+
+func TestCleanerRemovesAncestorWhoseCreateReplyWasLost(t *testing.T) {
+	rec := &recorder{}
+	c, proxy, obs, top := settleSetup(t, rec)
+	done := ensureUntilCreated(t, c, proxy, obs, top, 300*time.Millisecond)
+	require.ErrorIs(t, <-done, context.DeadlineExceeded)
+	proxy.Cut() // the reply is dropped with the connection
+	proxy.Resume()
+
+	waitGone(t, obs, top)
+	assert.Contains(t, rec.snapshot().cleaned, top)
+}
+
+func TestCleanerRemovesAncestorFoundAfterLostReply(t *testing.T) {
+	rec := &recorder{}
+	c, proxy, obs, top := settleSetup(t, rec)
+	done := ensureUntilCreated(t, c, proxy, obs, top, 30*time.Second)
+	proxy.Cut() // the create is retried and finds the node
+	proxy.Resume()
+	require.NoError(t, <-done)
+
+	l, err := mustMutex(t, c, top+"/lock").Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background()))
+	waitGone(t, obs, top)
+	assert.Equal(t, []string{top + "/lock", top}, rec.snapshot().cleaned, "removed by the cleaner, not by the server's container check")
+}
