@@ -21,19 +21,41 @@ var ErrNoLeader = errors.New("zklock: no leader")
 // address, say) with its owner record and can change it in place
 // (Leadership.Proclaim).
 //
+// With LatchNames, the election names its nodes as Curator's LeaderLatch
+// does instead, and shares its path with LeaderLatch participants (not with
+// a Mutex or a LeaderSelector).
+//
 // Leadership is a Lease and can be lost like any: act as leader only while
 // it holds (Err, Done), and fence what the leader writes with its Token.
 type Election struct {
-	c    *Client
-	path string
+	c     *Client
+	path  string
+	style nodeStyle
+}
+
+// An ElectionOption configures an Election.
+type ElectionOption func(*Election)
+
+// LatchNames makes an Election name its nodes as Curator's LeaderLatch does
+// ("_c_<guid>-latch-<seq>"): the same queue and order, so zklock campaigners
+// and LeaderLatch participants on one path elect one leader between them,
+// and each sees the other's leader. Curator's LeaderSelector, on mutex
+// nodes, cannot share such a path: a campaign refuses to mix the two
+// (ErrIncompatible).
+func LatchNames() ElectionOption {
+	return func(e *Election) { e.style = latchStyle }
 }
 
 // NewElection returns an Election on path. It checks the path and does no I/O.
-func (c *Client) NewElection(path string) (*Election, error) {
+func (c *Client) NewElection(path string, opts ...ElectionOption) (*Election, error) {
 	if err := validatePath(path); err != nil {
 		return nil, err
 	}
-	return &Election{c: c, path: path}, nil
+	e := &Election{c: c, path: path, style: mutexStyle}
+	for _, o := range opts {
+		o(e)
+	}
+	return e, nil
 }
 
 // Path returns the election's path.
@@ -62,6 +84,7 @@ type Leadership struct {
 // no node behind.
 func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
 	a := e.c.exclusive(ctx, e.path, false)
+	a.style = e.style
 	a.owner.Value = value
 	l, err := opError("campaign", e.path)(e.c.acquire(ctx, a))
 	if err != nil {

@@ -215,3 +215,45 @@ func TestBoundLeadershipCallsWhenCutOff(t *testing.T) {
 	require.Less(t, time.Since(start), boundSlack, "Observe ends with its ctx")
 	proxy.Resume()
 }
+
+// With LatchNames, campaigns queue as LeaderLatch nodes, in order; Leader
+// and Observe read them; a mutex-named campaign (or a Mutex) refuses the
+// path while latch nodes are there, and leaves no node behind.
+func TestElectionLatchNames(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	a, err := connect(t).NewElection(p, zklock.LatchNames())
+	require.NoError(t, err)
+	la, err := a.Campaign(ctxTimeout(t, 10*time.Second), "a")
+	require.NoError(t, err)
+	assert.Regexp(t, `^_c_[0-9a-f]{32}-latch-0000000000$`, la.Node()[len(p)+1:])
+
+	b, err := connect(t).NewElection(p, zklock.LatchNames())
+	require.NoError(t, err)
+	won := make(chan *zklock.Leadership, 1)
+	go func() {
+		lb, err := b.Campaign(ctxTimeout(t, 20*time.Second), "b")
+		assert.NoError(t, err)
+		won <- lb
+	}()
+	waitChildren(t, obs, p, 2)
+	ld, err := b.Leader(ctxTimeout(t, 5*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, la.Node(), ld.Node)
+	assert.Equal(t, "a", ld.Value)
+
+	_, err = mustElection(t, connect(t), p).Campaign(ctxTimeout(t, 10*time.Second), "mutex-named")
+	require.ErrorIs(t, err, zklock.ErrIncompatible)
+	require.ErrorContains(t, err, "LeaderLatch")
+	_, err = mustMutex(t, connect(t), p).Acquire(ctxTimeout(t, 10*time.Second))
+	require.ErrorIs(t, err, zklock.ErrIncompatible)
+	assert.Len(t, lockChildren(t, obs, p), 2, "the refused campaigns left no node")
+
+	require.NoError(t, la.Resign(context.Background()))
+	lb := <-won
+	require.NotNil(t, lb)
+	ld, err = a.Leader(ctxTimeout(t, 5*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, lb.Node(), ld.Node)
+	require.NoError(t, lb.Resign(context.Background()))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 
@@ -122,4 +123,31 @@ func ExampleClient_StateChanges() {
 	// Output:
 	// connected
 	// closed
+}
+
+// An election whose other participants are Curator LeaderLatches: name the
+// nodes as LeaderLatch does, so both queue on one path.
+func ExampleLatchNames() {
+	ctx := context.Background()
+	client, err := zklock.Connect(ctx, servers)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	election, err := client.NewElection("/examples/latch", zklock.LatchNames())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	lead, err := election.Campaign(ctx, "worker-1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	leader, _ := election.Leader(ctx)
+	fmt.Println(leader.Value, strings.Contains(leader.Node, "-latch-"))
+	_ = lead.Resign(ctx)
+	// Output:
+	// worker-1 true
 }

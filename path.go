@@ -63,6 +63,7 @@ var markers = []struct {
 	{"__READ__", true},  // Curator's reader
 	{"__rlock__", true}, // kazoo's ReadLock
 	{"-lease-", false},  // Curator's InterProcessSemaphoreV2 lease
+	{"-latch-", false},  // Curator's LeaderLatch, zklock's Election with LatchNames
 }
 
 // nodeStyle says how an Acquire names its node: the marker, and whether the
@@ -81,6 +82,7 @@ var (
 	kazooRead      = nodeStyle{marker: "__rlock__", kazoo: true, kind: KindRead}
 	kazooWrite     = nodeStyle{marker: "__lock__", kazoo: true, kind: KindWrite}
 	semaphoreLease = nodeStyle{marker: "lease-", kind: KindSemaphore}
+	latchStyle     = nodeStyle{marker: "latch-", kind: KindMutex}
 )
 
 // prefix is the name of a node before ZooKeeper appends its sequence.

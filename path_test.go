@@ -75,6 +75,8 @@ func TestPureParseSeq(t *testing.T) {
 		{"_c_3f1a2b4c-5d6e-7f80-9a0b-1c2d3e4f5a6b-lock-0000000012", 12, true},
 		// kazoo: <32 hex>__lock__<seq>.
 		{"0123456789abcdef0123456789abcdef__lock__0000000003", 3, true},
+		// Curator's LeaderLatch: _c_<UUID>-latch-<seq>.
+		{"_c_3f1a2b4c-5d6e-7f80-9a0b-1c2d3e4f5a6b-latch-0000000004", 4, true},
 		{"x-lock-0000000000", 0, true},
 		{"x-lock-2147483647", 2147483647, true},
 		// Past 2^31 ZooKeeper's signed counter prints negative numbers.

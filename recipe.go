@@ -24,6 +24,7 @@ var (
 	kazooLockRecipe = recipe{"kazoo's Lock or WriteLock", "Mutex (kazoo given extra_lock_patterns), or RWMutex with KazooNames()"}
 	rwRecipe        = recipe{"a read/write lock (zklock's RWMutex, Curator's InterProcessReadWriteLock)", "RWMutex"}
 	kazooReadRecipe = recipe{"kazoo's ReadLock", "RWMutex with KazooNames()"}
+	latchRecipe     = recipe{"a leader latch (Curator's LeaderLatch, zklock's Election with LatchNames)", "Election with LatchNames()"}
 	leaseRecipe     = recipe{"a semaphore's lease (zklock's Semaphore, Curator's InterProcessSemaphoreV2)", "Semaphore"}
 	layoutRecipe    = recipe{"a semaphore's layout (zklock's Semaphore, Curator's InterProcessSemaphoreV2 or InterProcessSemaphoreMutex)", "Semaphore"}
 	unknownRecipe   = recipe{"no lock recipe zklock knows (kazoo's Semaphore names its leases so)", "none"}
@@ -49,6 +50,8 @@ func recipeOf(name string) recipe {
 		return kazooReadRecipe
 	case "-lease-":
 		return leaseRecipe
+	case "-latch-":
+		return latchRecipe
 	}
 	return unknownRecipe
 }
@@ -61,6 +64,8 @@ func joins(style nodeStyle) []recipe {
 	switch {
 	case style.kind == KindSemaphore:
 		return []recipe{leaseRecipe}
+	case style == latchStyle:
+		return []recipe{latchRecipe}
 	case style.kazoo:
 		return []recipe{kazooLockRecipe, kazooReadRecipe}
 	case style.kind == KindRead, style.kind == KindWrite:

@@ -21,17 +21,19 @@ func TestPureCheckRecipe(t *testing.T) {
 	write := "_c_" + g + "-__WRIT__0000000007"
 	lease := "_c_" + g + "-lease-0000000008"
 	kazooLease := "e3b0c44298fc1c149afbf4c8996fb924"
+	latch := "_c_8d2b0a4e-1f3c-4a5b-9c6d-7e8f9a0b1c2d-latch-0000000009"
 	tests := []struct {
 		style   nodeStyle
 		ok      []string
 		refused []string
 	}{
-		{mutexStyle, []string{mutex, curatorMutex, zkLock, kazooLock}, []string{read, write, kazooReader, lease, "locks", "leases", kazooLease, "child"}},
+		{mutexStyle, []string{mutex, curatorMutex, zkLock, kazooLock}, []string{read, write, kazooReader, lease, latch, "locks", "leases", kazooLease, "child"}},
+		{latchStyle, []string{latch, "_c_" + g + "-latch-0000000010"}, []string{mutex, curatorMutex, kazooLock, read, kazooReader, lease, "locks", kazooLease}},
 		{curatorRead, []string{read, write}, []string{mutex, kazooLock, kazooReader, lease, "locks", kazooLease}},
 		{curatorWrite, []string{read, write}, []string{mutex, kazooLock, kazooReader, lease, "leases", kazooLease}},
 		{kazooRead, []string{kazooLock, kazooReader}, []string{mutex, read, write, lease, "locks", kazooLease}},
 		{kazooWrite, []string{kazooLock, kazooReader}, []string{mutex, read, write, lease, "locks", kazooLease}},
-		{semaphoreLease, []string{lease}, []string{mutex, kazooLock, read, write, "locks", kazooLease}},
+		{semaphoreLease, []string{lease}, []string{mutex, kazooLock, read, write, latch, "locks", kazooLease}},
 	}
 	for _, tt := range tests {
 		require.NoError(t, checkRecipe("/p", tt.style, tt.ok), "%s kazoo=%v", tt.style.kind, tt.style.kazoo)

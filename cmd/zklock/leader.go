@@ -23,7 +23,8 @@ var leaderCmd = &command{
 
 Leader prints who leads the election at <path>: the holder of its lock,
 whether it campaigned with zklock (Election, RunSingleton, 'zklock exec'),
-Curator's LeaderSelector or another client of the same recipe. The line
+Curator's LeaderSelector or LeaderLatch, or another client of the same
+recipe. The line
 gives the leader's published value (a Curator participant's id), host, pid,
 owner, fencing token and node:
 

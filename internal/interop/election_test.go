@@ -141,3 +141,62 @@ func TestRevocationWithCurator(t *testing.T) {
 		waitChildren(t, observer(t), p, 0)
 	})
 }
+
+// An election path shared with Curator's LeaderLatch, zklock naming its
+// nodes as LeaderLatch does (LatchNames): zklock reports Curator's leader
+// with its participant id and queues behind it, and Curator's getLeader
+// reports zklock's leader.
+func TestElectionWithCuratorLeaderLatch(t *testing.T) {
+	requirePeers(t)
+	p := newPath(t)
+	rec := &record{}
+	e, err := zklockClient(t).NewElection(p, zklock.LatchNames())
+	require.NoError(t, err)
+
+	cur := startJava(t, rec, "curator", p, "latch:curator-1", 1, 1500)
+	<-cur.acquired
+	ld, err := e.Leader(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "curator-1", ld.Value, "Curator's participant id")
+	assert.Contains(t, ld.Node, "-latch-")
+
+	won := make(chan *zklock.Leadership, 1)
+	go func() {
+		l, err := e.Campaign(context.Background(), "zklock-1")
+		assert.NoError(t, err)
+		won <- l
+	}()
+	cur.wait(t) // Curator's latch closes after its hold
+	l := <-won
+	require.NotNil(t, l)
+
+	of := startJava(t, rec, "latchof", p, "latchof", 0, 0)
+	line := outLine(t, of)
+	assert.True(t, strings.HasPrefix(line, "LEADER {"), line)
+	assert.Contains(t, line, `"value":"zklock-1"`)
+	assert.True(t, strings.HasSuffix(line, " true"), line)
+	of.wait(t)
+	require.NoError(t, l.Resign(context.Background()))
+}
+
+// zklock's Campaign with LatchNames and Curator's LeaderLatch, both cycling
+// on one path: never two leaders at once.
+func TestElectionExcludesCuratorLatchLeaders(t *testing.T) {
+	requirePeers(t)
+	p := newPath(t)
+	rec := &record{}
+	e, err := zklockClient(t).NewElection(p, zklock.LatchNames())
+	require.NoError(t, err)
+	cur := startJava(t, rec, "curator", p, "latch:curator", cycles, holdMs)
+	cur.waitReady(t)
+	g := runGo(rec, "zklock", false, cycles, holdMs*time.Millisecond, func() (func() error, error) {
+		l, err := e.Campaign(context.Background(), "zklock")
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return l.Resign(context.Background()) }, nil
+	})
+	cur.wait(t)
+	g.wait(t)
+	checkExclusive(t, rec, map[string]int{"curator": cycles, "zklock": cycles})
+}

@@ -180,3 +180,22 @@ func TestCleanerLeavesKazooPath(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok, "zklock's cleaner deleted the path kazoo created")
 }
+
+// Curator's LeaderLatch leads (latch- nodes); a zklock Election without
+// LatchNames (mutex nodes, as Curator's LeaderSelector) refuses the path.
+func TestRefuseCuratorLeaderLatchWithoutLatchNames(t *testing.T) {
+	requirePeers(t)
+	p := newPath(t)
+	cur := startJava(t, &record{}, "curator", p, "latch:curator", 1, 60000)
+	c := zklockClient(t)
+	e, err := c.NewElection(p)
+	require.NoError(t, err)
+	refusal(t, cur, "LeaderLatch", func(ctx context.Context) (*zklock.Lease, error) {
+		l, err := e.Campaign(ctx, "zklock")
+		if l == nil {
+			return nil, err
+		}
+		return l.Lease, err
+	})
+	assert.Empty(t, zklockNodes(t, observer(t), p, c.ID()))
+}

@@ -16,6 +16,9 @@
 //   revocable    InterProcessMutex made revocable: prints ACQ once held, then
 //                "OUT REVOKED" when asked to release, releases, prints REL
 //   revoke:NODE  Revoker.attemptRevoke on NODE, then "OUT SENT"
+//   latch:ID     LeaderLatch with participant id ID: CYCLES leaderships (a
+//                new latch each), each stamped ACQ/REL and held HOLD_MS
+//   latchof      prints "OUT LEADER <id> <isLeader>" (LeaderLatch.getLeader)
 //
 // Other recipes (recipes_test.go):
 //   semmutex     InterProcessSemaphoreMutex (a semaphore's layout)
@@ -33,6 +36,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.leader.Participant;
@@ -58,6 +62,17 @@ public class Driver {
             Participant p = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
                 public void takeLeadership(CuratorFramework c) {}
             }).getLeader();
+            out("LEADER " + p.getId() + " " + p.isLeader());
+        } else if (kind.startsWith("latch:")) {
+            for (int i = 0; i < cycles; i++) {
+                LeaderLatch latch = new LeaderLatch(client, path, kind.substring(6));
+                latch.start();
+                latch.await();
+                hold(holdMs);
+                latch.close();
+            }
+        } else if (kind.equals("latchof")) {
+            Participant p = new LeaderLatch(client, path, "observer").getLeader();
             out("LEADER " + p.getId() + " " + p.isLeader());
         } else if (kind.equals("revocable")) {
             InterProcessMutex lock = new InterProcessMutex(client, path);
