@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
@@ -190,4 +191,44 @@ func TestTLSMutual(t *testing.T) {
 	l, err := mustMutex(t, c, lockPath(t)).Acquire(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctxTimeout(t, 5*time.Second)))
+}
+
+// ZooKeeper's x509 scheme: with mutual TLS, the client certificate's subject
+// is the session's identity, so nodes created with an "auth" ACL belong to
+// it. Another certificate from the same CA (a stranger) lists the queue,
+// but can neither delete the holder's node nor queue on the path.
+func TestTLSX509Identity(t *testing.T) {
+	tc := zktest.Start(t, zktest.WithTLS("need"))
+	protected := zklock.WithACL([]zk.ACL{
+		{Perms: zk.PermAll, Scheme: "auth"},
+		{Perms: zk.PermRead, Scheme: "world", ID: "anyone"},
+	})
+	owner := connectTLS(t, tc, tc.TLSConfig(), protected)
+	p := lockPath(t)
+	l, err := mustMutex(t, owner, p).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	for _, node := range []string{p, l.Node()} {
+		acl, _, err := owner.Conn().GetACL(node)
+		require.NoError(t, err)
+		require.Equal(t, []zk.ACL{
+			{Perms: zk.PermAll, Scheme: "x509", ID: "CN=" + tc.TLSFiles().ClientName},
+			{Perms: zk.PermRead, Scheme: "world", ID: "anyone"},
+		}, acl, node)
+	}
+
+	cfg, files, err := tc.NewClientCert("stranger")
+	require.NoError(t, err)
+	require.Equal(t, "stranger", files.ClientName)
+	stranger := connectTLS(t, tc, cfg, protected)
+	cs, err := stranger.Contenders(ctxTimeout(t, 5*time.Second), p)
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	require.ErrorIs(t, stranger.Conn().Delete(l.Node(), -1), zk.ErrNoAuth)
+	_, err = mustMutex(t, stranger, p).TryAcquire(ctxTimeout(t, 5*time.Second))
+	require.ErrorIs(t, err, zk.ErrNoAuth)
+	require.ErrorContains(t, err, p)
+
+	require.NoError(t, l.Release(ctxTimeout(t, 5*time.Second)))
+	_, err = mustMutex(t, stranger, p).TryAcquire(ctxTimeout(t, 5*time.Second))
+	require.ErrorIs(t, err, zk.ErrNoAuth, "the path stays the owner's")
 }

@@ -93,3 +93,21 @@ func (c *Cluster) TLSFiles() *TLSFiles {
 	}
 	return &TLSFiles{CA: m.CAFile, ClientCert: m.ClientCertFile, ClientKey: m.ClientKeyFile, ClientName: m.ClientName}
 }
+
+// NewClientCert issues another client certificate for a TLS cluster, signed
+// by its CA, with subject CN=name: a second identity on ZooKeeper's x509
+// scheme, under which ACLs protect the nodes each identity creates. It
+// returns a client config presenting it and its files (ClientName is name),
+// or an error for a plain cluster.
+func (c *Cluster) NewClientCert(name string) (*tls.Config, *TLSFiles, error) {
+	m := c.c.TLS()
+	if m == nil {
+		return nil, nil, fmt.Errorf("zktest: %s is not a TLS cluster (WithTLS)", c.c.Addrs())
+	}
+	certFile, keyFile, cert, err := m.IssueClient(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("zktest: issuing a client certificate: %w", err)
+	}
+	cfg := &tls.Config{RootCAs: m.Roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	return cfg, &TLSFiles{CA: m.CAFile, ClientCert: certFile, ClientKey: keyFile, ClientName: name}, nil
+}

@@ -39,7 +39,7 @@ func addSecurityFlags(fs *flag.FlagSet) {
 	fs.String("tls-cert", "", "with --tls-key: present this client certificate (PEM `file`) for mutual TLS; implies TLS")
 	fs.String("tls-key", "", "the private key (PEM `file`) of --tls-cert")
 	fs.String("auth-file", "", "read digest credentials, user:password, from this `file` (else from $"+envAuth+"; never give them as an argument)")
-	fs.String("acl", "", "the ACL of the nodes zklock creates: `open` (anyone may do anything) or protected (all rights for the credentials' identity, read for everyone); protected when credentials are given, else open")
+	fs.String("acl", "", "the ACL of the nodes zklock creates: `open` (anyone may do anything) or protected (all rights for this client's identities, read for everyone); protected when credentials or a client certificate are given, else open")
 }
 
 func securityFlagsOf(fs *flag.FlagSet) *securityFlags {
@@ -105,10 +105,13 @@ func (s *securityFlags) doLoad() string {
 		}
 		s.opts = append(s.opts, zklock.WithDigestAuth(user, pass))
 	}
+	// A client certificate is an identity too: ZooKeeper's x509 scheme
+	// names the session by the certificate's subject.
+	identity := s.from != "" || s.tlsCert != ""
 	acl := s.acl
 	if acl == "" {
 		acl = "open"
-		if s.from != "" {
+		if identity {
 			acl = "protected"
 		}
 	}
@@ -116,8 +119,8 @@ func (s *securityFlags) doLoad() string {
 	case "open":
 		s.opts = append(s.opts, zklock.WithACL(zk.WorldACL(zk.PermAll)))
 	case "protected":
-		if s.from == "" {
-			return "--acl protected needs credentials (--auth-file or $" + envAuth + ")"
+		if !identity {
+			return "--acl protected needs an identity: credentials (--auth-file or $" + envAuth + ") or a client certificate (--tls-cert)"
 		}
 		// "auth" is every identity the session authenticated as.
 		s.opts = append(s.opts, zklock.WithACL([]zk.ACL{

@@ -76,7 +76,7 @@ func TestCLICredentialsFromAFile(t *testing.T) {
 	require.Contains(t, errOut, "credentials must be one line, user:password")
 	code, _, errOut = runZK(t, 10*time.Second, "status", "--acl", "protected", "/a")
 	require.Equal(t, exitUsage, code, errOut)
-	require.Contains(t, errOut, "--acl protected needs credentials")
+	require.Contains(t, errOut, "--acl protected needs an identity")
 }
 
 // tlsClient is a library client of the TLS cluster, without credentials.
@@ -103,4 +103,60 @@ func TestCLIChroot(t *testing.T) {
 	require.Contains(t, out, `"node":"`+path+"/")
 	code, _, errOut = runZK(t, 20*time.Second, "status", "--servers", "127.0.0.1:2181/bad/", path)
 	require.Equal(t, exitUsage, code, errOut)
+}
+
+// A client certificate is an identity (ZooKeeper's x509 scheme): with mutual
+// TLS and no other credentials, the holder's nodes are protected by its
+// certificate's subject; a stranger with another certificate from the same
+// CA sees the queue but can neither queue nor break the holder.
+func TestCLIClientCertificateIsAnIdentity(t *testing.T) {
+	zc := zktest.Start(t, zktest.WithTLS("need"))
+	files := zc.TLSFiles()
+	servers := strings.Join(zc.Addrs(), ",")
+	path := lockPath(t)
+	holder := start(t, "exec", "--servers", servers, "--tls-ca", files.CA, "--tls-cert", files.ClientCert, "--tls-key", files.ClientKey, path, "--", "sleep", "30")
+
+	cfg, strangerFiles, err := zc.NewClientCert("stranger")
+	require.NoError(t, err)
+	c := tlsClient(t, zc, cfg)
+	waitQueue(t, c, path, 1)
+	cs := contendersOf(t, c, path)
+	require.Len(t, cs, 1)
+	acl, _, err := c.Conn().GetACL(cs[0].Node)
+	require.NoError(t, err)
+	require.Equal(t, []zk.ACL{
+		{Perms: zk.PermAll, Scheme: "x509", ID: "CN=" + files.ClientName},
+		{Perms: zk.PermRead, Scheme: "world", ID: "anyone"},
+	}, acl)
+
+	stranger := []string{"--servers", servers, "--tls-ca", files.CA, "--tls-cert", strangerFiles.ClientCert, "--tls-key", strangerFiles.ClientKey}
+	code, out, errOut := runZK(t, 20*time.Second, append(append([]string{"status"}, stranger...), path)...)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, "HOLDER")
+	code, _, errOut = runZK(t, 20*time.Second, append(append([]string{"exec", "--try"}, stranger...), path, "--", "true")...)
+	require.NotEqual(t, exitOK, code)
+	require.Contains(t, errOut, "refused")
+	require.Contains(t, errOut, path)
+	code, _, errOut = runZK(t, 20*time.Second, append(append([]string{"break", "--yes"}, stranger...), path)...)
+	require.Equal(t, exitFailure, code, errOut)
+	require.Contains(t, errOut, "refused")
+	require.ErrorIs(t, c.Conn().Delete(cs[0].Node, -1), zk.ErrNoAuth)
+	select {
+	case <-holder.done:
+		t.Fatal("the holder was disturbed")
+	default:
+	}
+}
+
+// A server that does not ask for client certificates (ssl.clientAuth=none)
+// knows no identity for the session: the protected ACL the certificate
+// implies is refused, and the CLI says why and what to do.
+func TestCLIClientCertificateTheServerDoesNotAskFor(t *testing.T) {
+	zc := zktest.Start(t, zktest.WithTLS("none"))
+	files := zc.TLSFiles()
+	code, _, errOut := runZK(t, 20*time.Second, "exec", "--servers", strings.Join(zc.Addrs(), ","), "--tls-ca", files.CA,
+		"--tls-cert", files.ClientCert, "--tls-key", files.ClientKey, lockPath(t), "--", "true")
+	require.Equal(t, exitSoftware, code, errOut)
+	require.Contains(t, errOut, "refused the protected ACL")
+	require.Contains(t, errOut, "--acl open")
 }

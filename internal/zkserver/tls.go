@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -42,6 +43,12 @@ type TLSMaterial struct {
 
 	Roots      *x509.CertPool
 	ClientCert tls.Certificate
+
+	ca    *x509.Certificate
+	caKey *ecdsa.PrivateKey
+	now   time.Time
+	mu    sync.Mutex
+	next  int64 // the next serial number
 }
 
 // ClientConfig returns a client tls.Config that trusts the CA and presents
@@ -79,44 +86,7 @@ func NewTLSMaterial(dir, clientName string) (*TLSMaterial, error) {
 	if err != nil {
 		return nil, err
 	}
-	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, server bool) ([]byte, []byte, error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: cn},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(7 * 24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		}
-		if server {
-			// A ZooKeeper server also dials its peers as a client.
-			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
-			tmpl.DNSNames = []string{"localhost"}
-			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return nil, nil, err
-		}
-		pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pemBlock("CERTIFICATE", der), pemBlock("PRIVATE KEY", pkcs8), nil
-	}
-	srvCert, srvKey, err := leaf(2, "localhost", x509.ExtKeyUsageServerAuth, true)
-	if err != nil {
-		return nil, err
-	}
-	cliCert, cliKey, err := leaf(3, clientName, x509.ExtKeyUsageClientAuth, false)
-	if err != nil {
-		return nil, err
-	}
-	m := &TLSMaterial{
+	m := &TLSMaterial{ca: ca, caKey: caKey, now: now, next: 2,
 		Dir:            dir,
 		CAFile:         filepath.Join(dir, "ca.pem"),
 		ServerFile:     filepath.Join(dir, "server.pem"),
@@ -126,6 +96,14 @@ func NewTLSMaterial(dir, clientName string) (*TLSMaterial, error) {
 		Roots:          x509.NewCertPool(),
 	}
 	m.Roots.AddCert(ca)
+	srvCert, srvKey, err := m.leaf(m.serial(), "localhost", true)
+	if err != nil {
+		return nil, err
+	}
+	cliCert, cliKey, err := m.leaf(m.serial(), clientName, false)
+	if err != nil {
+		return nil, err
+	}
 	files := map[string][]byte{
 		m.CAFile:         pemBlock("CERTIFICATE", caDER),
 		m.ServerFile:     append(append([]byte(nil), srvKey...), srvCert...), // ZooKeeper's PEM key store: key and chain in one file
@@ -141,6 +119,66 @@ func NewTLSMaterial(dir, clientName string) (*TLSMaterial, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// leaf makes a certificate signed by the CA, for a server (127.0.0.1, ::1,
+// localhost) or a client with subject CN=cn, and its PKCS#8 key, in PEM.
+func (m *TLSMaterial) leaf(serial int64, cn string, server bool) ([]byte, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    m.now.Add(-time.Hour),
+		NotAfter:     m.now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if server {
+		// A ZooKeeper server also dials its peers as a client.
+		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+		tmpl.DNSNames = []string{"localhost"}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, m.ca, &key.PublicKey, m.caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pemBlock("CERTIFICATE", der), pemBlock("PRIVATE KEY", pkcs8), nil
+}
+
+// serial returns the next certificate serial number.
+func (m *TLSMaterial) serial() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.next++
+	return m.next - 1
+}
+
+// IssueClient makes another client certificate signed by the CA, with
+// subject CN=name (another identity on ZooKeeper's x509 scheme), writes it
+// and its key beside the others, and returns their files and the pair.
+func (m *TLSMaterial) IssueClient(name string) (certFile, keyFile string, cert tls.Certificate, err error) {
+	n := m.serial()
+	certPEM, keyPEM, err := m.leaf(n, name, false)
+	if err != nil {
+		return "", "", tls.Certificate{}, err
+	}
+	certFile = filepath.Join(m.Dir, fmt.Sprintf("client-%d.pem", n))
+	keyFile = filepath.Join(m.Dir, fmt.Sprintf("client-%d-key.pem", n))
+	for name, b := range map[string][]byte{certFile: certPEM, keyFile: keyPEM} {
+		if err := os.WriteFile(name, b, 0o600); err != nil {
+			return "", "", tls.Certificate{}, err
+		}
+	}
+	cert, err = tls.X509KeyPair(certPEM, keyPEM)
+	return certFile, keyFile, cert, err
 }
 
 func pemBlock(typ string, der []byte) []byte {
