@@ -232,3 +232,20 @@ func TestTLSX509Identity(t *testing.T) {
 	_, err = mustMutex(t, stranger, p).TryAcquire(ctxTimeout(t, 5*time.Second))
 	require.ErrorIs(t, err, zk.ErrNoAuth, "the path stays the owner's")
 }
+
+// zktest's Mntr speaks TLS to a TLS cluster: request and watch counts can be
+// measured there too (a held lock's own-node watch is one watch).
+func TestTLSMntr(t *testing.T) {
+	tc := zktest.Start(t, zktest.WithTLS("need"))
+	before, err := tc.Mntr(0)
+	require.NoError(t, err)
+	c := connectTLS(t, tc, tc.TLSConfig())
+	l, err := mustMutex(t, c, lockPath(t)).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	<-zklock.OwnReadDone(l)
+	after, err := tc.Mntr(0)
+	require.NoError(t, err)
+	require.Greater(t, after.PacketsReceived(), before.PacketsReceived())
+	require.Equal(t, int64(1), after.WatchCount())
+	require.NoError(t, l.Release(ctxTimeout(t, 5*time.Second)))
+}

@@ -47,14 +47,23 @@ func (c *Cluster) Addrs() []string { return c.c.Addrs() }
 // Servers returns the servers in order; index i is server id i+1.
 func (c *Cluster) Servers() []*Server { return append([]*Server(nil), c.servers...) }
 
-// Mntr returns the `mntr` output of server i.
+// Mntr returns the `mntr` output of server i, over TLS for a TLS cluster.
 func (c *Cluster) Mntr(i int) (Mntr, error) {
 	if i < 0 || i >= len(c.servers) {
 		return nil, fmt.Errorf("zktest: no server %d", i)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return GetMntr(ctx, c.servers[i].Addr())
+	addr := c.servers[i].Addr()
+	m := c.c.TLS()
+	if m == nil {
+		return GetMntr(ctx, addr)
+	}
+	out, err := zkserver.FourLetterTLS(ctx, addr, "mntr", m.ClientConfig())
+	if err != nil {
+		return nil, err
+	}
+	return mntrReply(addr, out)
 }
 
 // Leader returns the index of the server that currently leads (0 for a

@@ -99,6 +99,11 @@ func GetMntr(ctx context.Context, addr string) (Mntr, error) {
 	if err != nil {
 		return nil, err
 	}
+	return mntrReply(addr, out)
+}
+
+// mntrReply parses addr's mntr reply, which must hold counters.
+func mntrReply(addr, out string) (Mntr, error) {
 	m := ParseMntr(out)
 	if len(m) == 0 {
 		return nil, fmt.Errorf("zktest: unexpected mntr reply from %s: %q", addr, out)
