@@ -67,6 +67,18 @@ var primitives = []struct {
 		require.NoError(t, err)
 		return s.Acquire
 	}, cost{4, 5, 1}, cost{2, 2, 2}, 1},
+	// An election with LeaderLatch names is a mutex under other names.
+	{"latch", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
+		e, err := c.NewElection(p, zklock.LatchNames())
+		require.NoError(t, err)
+		return func(ctx context.Context) (*zklock.Lease, error) {
+			ld, err := e.Campaign(ctx, "v")
+			if err != nil {
+				return nil, err
+			}
+			return ld.Lease, nil
+		}
+	}, cost{2, 2, 1}, cost{1, 0, 2}, 2},
 	// Two mutexes. At a hand-off the waiter waited on the first path (its
 	// own-node read done while it queued) and takes the second afresh.
 	{"multi-2", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
