@@ -90,3 +90,15 @@ func TestCleanerRemovesAncestorFoundAfterLostReply(t *testing.T) {
 	waitGone(t, obs, top)
 	assert.Equal(t, []string{top + "/lock", top}, rec.snapshot().cleaned, "removed by the cleaner, not by the server's container check")
 }
+
+func TestCleanerRemovesAncestorWhenRetryAfterLostReplyIsAbandoned(t *testing.T) {
+	rec := &recorder{}
+	c, proxy, obs, top := settleSetup(t, rec)
+	done := ensureUntilCreated(t, c, proxy, obs, top, 3*time.Second)
+	proxy.Cut() // the reply is lost; the retry's reply (node exists) is held too
+	require.ErrorIs(t, <-done, context.DeadlineExceeded)
+	proxy.Resume()
+
+	waitGone(t, obs, top)
+	assert.Contains(t, rec.snapshot().cleaned, top)
+}

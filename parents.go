@@ -47,7 +47,7 @@ func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 		}
 		if err := r.wait(); err != nil {
 			if unanswered {
-				c.settleParent(p, lockPath, nil)
+				c.settleParent(p, lockPath, nil, true)
 			}
 			return err
 		}
@@ -70,7 +70,7 @@ func (c *Client) createParent(ctx context.Context, p, lockPath string, container
 	})
 	_, err := await(ctx, c, created)
 	if container && classify(err) == errStop {
-		c.settleParent(p, lockPath, created) // the caller returns at its deadline
+		c.settleParent(p, lockPath, created, afterLostReply) // the caller returns at its deadline
 	}
 	switch {
 	case err == nil:
@@ -112,7 +112,7 @@ func (c *Client) recordParent(ctx context.Context, p, lockPath string, made <-ch
 	stat, err := call(ctx, c, func() (*zk.Stat, error) { return c.cleaner.exists(p) })
 	switch kind := classify(err); {
 	case kind == errConnection || kind == errStop:
-		c.settleParent(p, lockPath, made)
+		c.settleParent(p, lockPath, made, made == nil)
 	case made != nil:
 		c.cleaner.remember(stat, p)
 	default:
@@ -123,9 +123,10 @@ func (c *Client) recordParent(ctx context.Context, p, lockPath string, made <-ch
 // settleParent finds out, on a goroutine Close waits for (callers are
 // tracked), whether a create of the container p made the node, when its
 // caller stopped waiting for the reply or the reply was lost (made is nil),
-// and tells the cleaner, which then removes it with lockPath.
-func (c *Client) settleParent(p, lockPath string, made <-chan result[string]) {
-	c.inBackground(func() { c.cleaner.settle(p, lockPath, made) })
+// and tells the cleaner, which then removes it with lockPath. afterLostReply
+// says an earlier create of p lost its reply: p found existing may be ours.
+func (c *Client) settleParent(p, lockPath string, made <-chan result[string], afterLostReply bool) {
+	c.inBackground(func() { c.cleaner.settle(p, lockPath, made, afterLostReply) })
 }
 
 // madeIt is the outcome of a create that made its node.
@@ -138,12 +139,15 @@ func madeIt() <-chan result[string] {
 // settle goes on, like the removal of an abandoned queue node, until the
 // outcome is known or Close has closed the connection: go-zookeeper fails
 // every pending request when a connection ends, so made always answers.
-func (cl *cleaner) settle(p, lockPath string, made <-chan result[string]) {
+func (cl *cleaner) settle(p, lockPath string, made <-chan result[string], afterLostReply bool) {
 	err := error(zk.ErrConnectionClosed)
 	if made != nil {
 		err = (<-made).err
 	}
-	if err != nil && classify(err) != errConnection {
+	switch {
+	case err == nil, classify(err) == errConnection:
+	case errors.Is(err, zk.ErrNodeExists) && afterLostReply:
+	default:
 		return // not made, or made by someone else
 	}
 	r := cl.c.cleanupRetrier(nil)
