@@ -132,6 +132,29 @@ func (cl *cleaner) schedule(lockPath string) {
 	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
+	cl.scheduleLocked(lockPath)
+}
+
+// scheduleOrClean schedules lockPath's cleanup, or, once Close has run the
+// pending ones, cleans it now: for a background goroutine Close waits for,
+// whose news (a node this client made) can come after Close began.
+func (cl *cleaner) scheduleOrClean(lockPath string) {
+	if cl.delay <= 0 {
+		return
+	}
+	cl.mu.Lock()
+	closed := cl.closed
+	if !closed {
+		cl.scheduleLocked(lockPath)
+	}
+	cl.mu.Unlock()
+	if closed {
+		cl.clean(lockPath)
+	}
+}
+
+// scheduleLocked is schedule with cl.mu held.
+func (cl *cleaner) scheduleLocked(lockPath string) {
 	if cl.closed || cl.pending[lockPath] != nil {
 		return
 	}

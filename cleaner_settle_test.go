@@ -33,6 +33,15 @@ func settleSetup(t *testing.T, rec *recorder) (*zklock.Client, *zktest.Proxy, *z
 	return c, proxy, obs, top
 }
 
+// cleanedBy waits until the client's cleaner has reported removing exactly
+// paths (the server's container check reports nothing): the observer may see
+// a delete before the client has read its reply.
+func cleanedBy(t *testing.T, rec *recorder, paths ...string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("the cleaner reports removing %v", paths), func() bool { return len(rec.snapshot().cleaned) >= len(paths) })
+	assert.Equal(t, paths, rec.snapshot().cleaned)
+}
+
 // ensureUntilCreated starts EnsureParents for top/lock with replies held and
 // a ctx that ends d later, and returns once top exists on the server.
 func ensureUntilCreated(t *testing.T, c *zklock.Client, proxy *zktest.Proxy, obs *zk.Conn, top string, d time.Duration) <-chan error {
@@ -61,7 +70,7 @@ func TestCleanerRemovesAncestorCreatedAfterCallerGaveUp(t *testing.T) {
 	proxy.Resume() // the create's reply arrives after the caller left
 
 	waitGone(t, obs, top)
-	assert.Contains(t, rec.snapshot().cleaned, top)
+	cleanedBy(t, rec, top)
 }
 
 func TestCleanerRemovesAncestorWhoseCreateReplyWasLost(t *testing.T) {
@@ -73,7 +82,7 @@ func TestCleanerRemovesAncestorWhoseCreateReplyWasLost(t *testing.T) {
 	proxy.Resume()
 
 	waitGone(t, obs, top)
-	assert.Contains(t, rec.snapshot().cleaned, top)
+	cleanedBy(t, rec, top)
 }
 
 func TestCleanerRemovesAncestorFoundAfterLostReply(t *testing.T) {
@@ -88,7 +97,7 @@ func TestCleanerRemovesAncestorFoundAfterLostReply(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Release(context.Background()))
 	waitGone(t, obs, top)
-	assert.Equal(t, []string{top + "/lock", top}, rec.snapshot().cleaned, "removed by the cleaner, not by the server's container check")
+	cleanedBy(t, rec, top+"/lock", top)
 }
 
 func TestCleanerRemovesAncestorWhenRetryAfterLostReplyIsAbandoned(t *testing.T) {
@@ -100,5 +109,29 @@ func TestCleanerRemovesAncestorWhenRetryAfterLostReplyIsAbandoned(t *testing.T) 
 	proxy.Resume()
 
 	waitGone(t, obs, top)
-	assert.Contains(t, rec.snapshot().cleaned, top)
+	cleanedBy(t, rec, top)
+}
+
+// On a caller's connection (NewClient), Close does not wait for background
+// work before the cleaner's last run: an ancestor whose create's reply
+// comes after Close began is cleaned by the goroutine that hears it.
+func TestCleanerRemovesAncestorCreatedWhileClosing(t *testing.T) {
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	conn, events := rawConn(t, []string{proxy.Addr()}, testSession)
+	c, err := zklock.NewClient(conn, events, zklock.WithCleanupRoot("/"), zklock.WithCleanupDelay(20*time.Millisecond))
+	require.NoError(t, err)
+	top := fmt.Sprintf("/zklock-settle-%d", pathSeq.Add(1))
+	eventually(t, "a session", func() bool { return conn.State() == zk.StateHasSession })
+	done := ensureUntilCreated(t, c, proxy, obs, top, 30*time.Second)
+
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		c.Close()
+	}()
+	require.ErrorIs(t, <-done, zklock.ErrClosed)
+	proxy.Resume() // the create's reply comes after Close began
+	<-closed
+	waitGone(t, obs, top)
 }

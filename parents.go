@@ -107,16 +107,23 @@ func (c *Client) containersAvailable() bool {
 
 // recordParent tells the cleaner of p, a container this client made (made
 // holds a nil error) or may have made (made is nil: see adoptUnused). It
-// reads p's creation zxid within ctx, or else in the background.
+// reads p's creation zxid within ctx (before p gets a child, which decides
+// adoption), or else in the background.
 func (c *Client) recordParent(ctx context.Context, p, lockPath string, made <-chan result[string]) {
-	stat, err := call(ctx, c, func() (*zk.Stat, error) { return c.cleaner.exists(p) })
-	switch kind := classify(err); {
-	case kind == errConnection || kind == errStop:
-		c.settleParent(p, lockPath, made, made == nil)
-	case made != nil:
-		c.cleaner.remember(stat, p)
-	default:
-		c.cleaner.adoptUnused(stat, p)
+	r := c.retrier(ctx, nil)
+	for {
+		stat, err := call(ctx, c, func() (*zk.Stat, error) { return c.cleaner.exists(p) })
+		switch kind := classify(err); {
+		case kind == errConnection && r.wait() == nil:
+			continue
+		case kind == errConnection || kind == errStop:
+			c.settleParent(p, lockPath, made, made == nil)
+		case made != nil:
+			c.cleaner.remember(stat, p)
+		default:
+			c.cleaner.adoptUnused(stat, p)
+		}
+		return
 	}
 }
 
@@ -164,7 +171,7 @@ func (cl *cleaner) settle(p, lockPath string, made <-chan result[string], afterL
 		default:
 			cl.adoptUnused(stat, p)
 		}
-		cl.schedule(lockPath)
+		cl.scheduleOrClean(lockPath)
 		return
 	}
 }
