@@ -23,7 +23,9 @@ var ErrNoLeader = errors.New("zklock: no leader")
 //
 // With LatchNames, the election names its nodes as Curator's LeaderLatch
 // does instead, and shares its path with LeaderLatch participants (not with
-// a Mutex or a LeaderSelector).
+// a Mutex or a LeaderSelector: a campaign refuses a path holding the other
+// naming, but a Curator peer arriving later checks nothing, so keep one
+// naming per path).
 //
 // Leadership is a Lease and can be lost like any: act as leader only while
 // it holds (Err, Done), and fence what the leader writes with its Token.

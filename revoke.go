@@ -62,14 +62,21 @@ func (l *Lease) whenRevokeRequested(fn func()) {
 // revocation message into the node, replacing its owner record. It returns
 // once ZooKeeper has stored the request, which does not mean the holder has
 // heard it or will honour it. It refuses a node that is not a lock node, so
-// a lock path's own data (a semaphore's limit) is never overwritten, and
-// returns within ctx or the session timeout.
+// a lock path's own data (a semaphore's limit) is never overwritten, and a
+// leader latch's node (ErrInvalidArgument: LeaderLatch has no revocation),
+// and returns within ctx or the session timeout.
 func (c *Client) AskToRelease(ctx context.Context, node string) error {
 	if err := validatePath(node); err != nil {
 		return err
 	}
-	if _, ok := parseNode(path.Base(node)); !ok {
+	n, ok := parseNode(path.Base(node))
+	if !ok {
 		return fmt.Errorf("%w %q: not a lock node (ask a holder's node, from Contenders)", ErrInvalidPath, node)
+	}
+	if n.marker == "-latch-" {
+		// Curator's LeaderLatch has no revocation, and the request would
+		// replace the participant id its getLeader reports.
+		return fmt.Errorf("%w: %q is a leader latch's node, and a latch cannot be asked to release", ErrInvalidArgument, node)
 	}
 	if !c.track() {
 		return ErrClosed

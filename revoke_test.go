@@ -70,8 +70,8 @@ func TestRevokeRequestedWhileWaiting(t *testing.T) {
 }
 
 // Asking refuses what is not a lock node (the lock path's own data, a
-// semaphore's limit, must never be overwritten) and says when the node is
-// gone.
+// semaphore's limit, must never be overwritten) and a leader latch's node,
+// and says when the node is gone.
 func TestRevokeBadNodes(t *testing.T) {
 	p, _, _, l := holding(t)
 	c := connect(t)
@@ -82,6 +82,19 @@ func TestRevokeBadNodes(t *testing.T) {
 	err := c.AskToRelease(ctxTimeout(t, 5*time.Second), node)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "gone")
+
+	// A leader latch has no revocation: its node keeps its data.
+	e, err := c.NewElection(lockPath(t), zklock.LatchNames())
+	require.NoError(t, err)
+	ld, err := e.Campaign(ctxTimeout(t, 10*time.Second), "id-1")
+	require.NoError(t, err)
+	err = c.AskToRelease(ctxTimeout(t, 5*time.Second), ld.Node())
+	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "leader latch")
+	now, err := e.Leader(ctxTimeout(t, 5*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, "id-1", now.Value)
+	require.NoError(t, ld.Resign(ctxTimeout(t, 5*time.Second)))
 }
 
 // A MultiLock's lease hears a request to any of its parts.

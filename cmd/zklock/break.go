@@ -94,6 +94,8 @@ func askHolder(client *zklock.Client, path string, h zklock.Contender, who strin
 		return fail(stderr, exitFailure, "the holder of %s (%s) let go before it could be asked; see who holds it now with 'zklock status %s'", path, who, path)
 	case errors.Is(err, zklock.ErrUnreachable):
 		return fail(stderr, exitUnavailable, "cannot reach ZooKeeper: %s", cause(err))
+	case errors.Is(err, zklock.ErrInvalidArgument):
+		return fail(stderr, exitFailure, "cannot ask the holder of %s to release: %s; 'zklock break' without --ask deletes its node", path, cause(err))
 	case err != nil:
 		return fail(stderr, exitFailure, "cannot ask %s to release: %s; check the ACL of the lock nodes", h.Node, cause(err))
 	}

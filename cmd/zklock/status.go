@@ -342,7 +342,7 @@ func shortNode(node string) string {
 	if !strings.HasPrefix(name, "_c_") {
 		return name
 	}
-	for _, marker := range []string{"-lock-", "-lease-", "-__READ__", "-__WRIT__"} {
+	for _, marker := range []string{"-lock-", "-lease-", "-latch-", "-__READ__", "-__WRIT__"} {
 		if i := strings.LastIndex(name, marker); i > 0 {
 			return name[i+1:]
 		}

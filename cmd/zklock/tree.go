@@ -21,7 +21,7 @@ import (
 
 // lockNodeName matches the lock node names of zklock, Curator, kazoo and
 // go-zookeeper: a marker, then ZooKeeper's 10-digit sequence.
-var lockNodeName = regexp.MustCompile(`(-lock-|__lock__|__WRIT__|__READ__|__rlock__|-lease-)-?[0-9]{10}$`)
+var lockNodeName = regexp.MustCompile(`(-lock-|__lock__|__WRIT__|__READ__|__rlock__|-lease-|-latch-)-?[0-9]{10}$`)
 
 // maxTreeNodes bounds the walk of 'status --tree'.
 const maxTreeNodes = 10000
