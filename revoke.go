@@ -69,11 +69,10 @@ func (c *Client) AskToRelease(ctx context.Context, node string) error {
 	if err := validatePath(node); err != nil {
 		return err
 	}
-	n, ok := parseNode(path.Base(node))
-	if !ok {
+	if _, ok := parseNode(path.Base(node)); !ok {
 		return fmt.Errorf("%w %q: not a lock node (ask a holder's node, from Contenders)", ErrInvalidPath, node)
 	}
-	if n.marker == "-latch-" {
+	if recipeOf(path.Base(node)) == latchRecipe {
 		// Curator's LeaderLatch has no revocation, and the request would
 		// replace the participant id its getLeader reports.
 		return fmt.Errorf("%w: %q is a leader latch's node, and a latch cannot be asked to release", ErrInvalidArgument, node)

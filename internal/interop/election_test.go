@@ -74,35 +74,14 @@ func TestElectionWithCuratorLeaderSelector(t *testing.T) {
 	assert.Equal(t, l.Node(), got.Node)
 	assert.Equal(t, "zklock-1", got.Value)
 
-	of := startJava(t, rec, "leaderof", p, "leaderof", 0, 0)
-	line := outLine(t, of)
-	assert.True(t, strings.HasPrefix(line, "LEADER {"), line)
-	assert.Contains(t, line, `"value":"zklock-1"`)
-	assert.True(t, strings.HasSuffix(line, " true"), line)
-	of.wait(t)
+	curatorSeesZklockLeader(t, rec, p, "leaderof", "zklock-1")
 	require.NoError(t, l.Resign(context.Background()))
 }
 
 // zklock's Campaign and Curator's LeaderSelector, both cycling on one path:
 // never two leaders at once.
 func TestElectionExcludesCuratorLeaders(t *testing.T) {
-	requirePeers(t)
-	p := newPath(t)
-	rec := &record{}
-	e, err := zklockClient(t).NewElection(p)
-	require.NoError(t, err)
-	cur := startJava(t, rec, "curator", p, "leader:curator", cycles, holdMs)
-	cur.waitReady(t)
-	g := runGo(rec, "zklock", false, cycles, holdMs*time.Millisecond, func() (func() error, error) {
-		l, err := e.Campaign(context.Background(), "zklock")
-		if err != nil {
-			return nil, err
-		}
-		return func() error { return l.Resign(context.Background()) }, nil
-	})
-	cur.wait(t)
-	g.wait(t)
-	checkExclusive(t, rec, map[string]int{"curator": cycles, "zklock": cycles})
+	excludesCuratorLeaders(t, "leader:curator")
 }
 
 // Revocation across libraries: a zklock holder hears Curator's
@@ -170,24 +149,26 @@ func TestElectionWithCuratorLeaderLatch(t *testing.T) {
 	l := <-won
 	require.NotNil(t, l)
 
-	of := startJava(t, rec, "latchof", p, "latchof", 0, 0)
-	line := outLine(t, of)
-	assert.True(t, strings.HasPrefix(line, "LEADER {"), line)
-	assert.Contains(t, line, `"value":"zklock-1"`)
-	assert.True(t, strings.HasSuffix(line, " true"), line)
-	of.wait(t)
+	curatorSeesZklockLeader(t, rec, p, "latchof", "zklock-1")
 	require.NoError(t, l.Resign(context.Background()))
 }
 
 // zklock's Campaign with LatchNames and Curator's LeaderLatch, both cycling
 // on one path: never two leaders at once.
 func TestElectionExcludesCuratorLatchLeaders(t *testing.T) {
+	excludesCuratorLeaders(t, "latch:curator", zklock.LatchNames())
+}
+
+// excludesCuratorLeaders cycles zklock's campaigns (with opts) and Curator's
+// driver of kind on one path and checks that their leaderships never
+// overlap.
+func excludesCuratorLeaders(t *testing.T, kind string, opts ...zklock.ElectionOption) {
 	requirePeers(t)
 	p := newPath(t)
 	rec := &record{}
-	e, err := zklockClient(t).NewElection(p, zklock.LatchNames())
+	e, err := zklockClient(t).NewElection(p, opts...)
 	require.NoError(t, err)
-	cur := startJava(t, rec, "curator", p, "latch:curator", cycles, holdMs)
+	cur := startJava(t, rec, "curator", p, kind, cycles, holdMs)
 	cur.waitReady(t)
 	g := runGo(rec, "zklock", false, cycles, holdMs*time.Millisecond, func() (func() error, error) {
 		l, err := e.Campaign(context.Background(), "zklock")
@@ -199,4 +180,17 @@ func TestElectionExcludesCuratorLatchLeaders(t *testing.T) {
 	cur.wait(t)
 	g.wait(t)
 	checkExclusive(t, rec, map[string]int{"curator": cycles, "zklock": cycles})
+}
+
+// curatorSeesZklockLeader runs Curator's driver of kind (leaderof, latchof)
+// and checks that it reports zklock's leader, whose id is zklock's owner
+// record carrying value.
+func curatorSeesZklockLeader(t *testing.T, rec *record, p, kind, value string) {
+	t.Helper()
+	of := startJava(t, rec, kind, p, kind, 0, 0)
+	line := outLine(t, of)
+	assert.True(t, strings.HasPrefix(line, "LEADER {"), line)
+	assert.Contains(t, line, `"value":"`+value+`"`)
+	assert.True(t, strings.HasSuffix(line, " true"), line)
+	of.wait(t)
 }
