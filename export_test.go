@@ -32,3 +32,15 @@ func OwnReadDone(l *Lease) <-chan struct{} {
 func EnsureParents(ctx context.Context, c *Client, lockPath string) error {
 	return c.ensureParents(ctx, lockPath)
 }
+
+// HandOffProof says what l's grant rested on, when it was granted as the
+// node ahead went: the connection epoch its own-node read was sent on, the
+// epoch at the grant, and whether that read came after the node ahead was
+// seen gone. Zeros when l holds from a listing.
+func HandOffProof(l *Lease) (read, grant uint64, after bool) {
+	p := l.q.proof
+	return p.read, p.grant, p.after
+}
+
+// ConnEpoch counts the connections c has opened (0 without its wire).
+func ConnEpoch(c *Client) uint64 { return c.wire.connEpoch() }

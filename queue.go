@@ -50,6 +50,19 @@ type queueNode struct {
 	// wire). While the epoch is unchanged, every event since came in the
 	// server's order on one connection (see ownWatchProves).
 	ownEpoch uint64
+	// proof is what a grant by hand-off rested on (see holdIfProven).
+	proof handOffProof
+}
+
+// handOffProof records, for a grant made when the last node ahead went,
+// which read of the own node proved the node still there: one sent on
+// connection epoch read, with the grant on epoch grant. after: the read was
+// made after the node ahead was seen gone (confirmHead), so it proves the
+// node there whatever connection delivered the deletion; otherwise the order
+// of one connection's events proves it, and read must equal grant.
+type handOffProof struct {
+	read, grant uint64
+	after       bool
 }
 
 func (q *queueNode) full() string { return q.path + "/" + q.name }

@@ -231,6 +231,7 @@ func (c *Client) ownReadError(q *queueNode, res ownRead, err error) error {
 // if q's node provably still existed then; otherwise it reads the node.
 func (c *Client) holdIfProven(ctx context.Context, q *queueNode) error {
 	if q.ownWatchProves() {
+		q.proof = handOffProof{read: q.ownEpoch, grant: c.wire.connEpoch()}
 		return nil
 	}
 	return c.confirmHead(ctx, q)
@@ -284,8 +285,10 @@ func (c *Client) nextEvent(ctx context.Context, q *queueNode, ch <-chan zk.Event
 func (c *Client) confirmHead(ctx context.Context, q *queueNode) error {
 	r := c.retrier(ctx, q.sess)
 	for {
+		epoch := c.wire.connEpoch()
 		res, err := call(ctx, c, q.readOwn)
 		if err := c.ownReadError(q, res, err); !errors.Is(err, errRetry) {
+			q.proof = handOffProof{read: epoch, grant: c.wire.connEpoch(), after: true}
 			return err
 		}
 		if err := r.wait(); err != nil {

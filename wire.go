@@ -91,8 +91,12 @@ func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, e
 
 // connEpoch counts the connections opened so far. Replies and watch events of
 // one connection come in the order the server made them; across a reconnect
-// they do not (go-zookeeper restores watches in no particular order).
+// they do not (go-zookeeper restores watches in no particular order). 0
+// without a wire.
 func (w *wire) connEpoch() uint64 {
+	if w == nil {
+		return 0
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.dials
