@@ -44,3 +44,13 @@ func HandOffProof(l *Lease) (read, grant uint64, after bool) {
 
 // ConnEpoch counts the connections c has opened (0 without its wire).
 func ConnEpoch(c *Client) uint64 { return c.wire.connEpoch() }
+
+// SetHookRewatch runs fn before a lease's monitor sets its own-node watch
+// again after a data change; nil removes it.
+func SetHookRewatch(fn func()) {
+	if fn == nil {
+		testHookRewatch.Store(nil)
+		return
+	}
+	testHookRewatch.Store(&fn)
+}

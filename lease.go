@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -391,6 +392,8 @@ func (l *Lease) monitor() {
 	sessLost, presumed := q.sess.lost, l.presumed
 	var own <-chan zk.Event
 	var rewatch <-chan result[ownWatch]
+	var again <-chan time.Time // the next attempt to set the own-node watch again
+	var backoff rewatchBackoff
 	for {
 		var lost error
 		select {
@@ -411,13 +414,20 @@ func (l *Lease) monitor() {
 				rewatch = l.watchOwnNode()
 			}
 		case r := <-rewatch:
-			rewatch, own = nil, r.v.ev // nil after an error: the other checks still apply
-			if errors.Is(r.err, zk.ErrNoNode) {
+			rewatch = nil
+			switch {
+			case r.err == nil:
+				own, backoff = r.v.ev, 0
+				if isRevokeRequest(r.v.data) {
+					l.revokeRequested()
+				}
+			case errors.Is(r.err, zk.ErrNoNode):
 				lost = deletedByOther(q.full())
+			default: // never give the watch up: the loss checks cover the session meanwhile
+				again = time.After(backoff.next())
 			}
-			if isRevokeRequest(r.v.data) {
-				l.revokeRequested()
-			}
+		case <-again:
+			again, rewatch = nil, l.watchOwnNode()
 		case <-sessLost:
 			sessLost, lost = nil, c.lossCheck(q)
 		case <-presumed:
@@ -459,6 +469,16 @@ func (l *Lease) ownNodeEvent(ev zk.Event) error {
 	return nil
 }
 
+// rewatchBackoff spaces the attempts to set the own-node watch again after
+// a failed read: the monitor retries until one succeeds, the node is found
+// gone, or the lease ends.
+type rewatchBackoff time.Duration
+
+func (b *rewatchBackoff) next() time.Duration {
+	*b = rewatchBackoff(min(max(2*time.Duration(*b), retryFirst), retryMax))
+	return time.Duration(*b)
+}
+
 // ownWatch is the own-node watch set again, with the data it read.
 type ownWatch struct {
 	ev   <-chan zk.Event
@@ -469,10 +489,17 @@ type ownWatch struct {
 func (l *Lease) watchOwnNode() <-chan result[ownWatch] {
 	c, node := l.c, l.q.full()
 	return goCall(c, func() (ownWatch, error) {
+		if hook := testHookRewatch.Load(); hook != nil {
+			(*hook)()
+		}
 		data, _, ch, err := c.conn.GetW(node)
 		return ownWatch{ch, data}, err
 	})
 }
+
+// testHookRewatch, set only by tests, runs before the own-node watch is set
+// again after it fired.
+var testHookRewatch atomic.Pointer[func()]
 
 // nodeDeletedError is the loss of a lease whose node disappeared with its
 // session alive. During a Release it may be the Release's own delete.

@@ -1,6 +1,7 @@
 package zklock_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
 )
 
 func revoked(l *zklock.Lease) bool {
@@ -111,4 +113,59 @@ func TestRevokeMultiLockPart(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the multi-lease never heard the request")
 	}
+}
+
+// A data change on a held node (here a request to release) uses up the
+// own-node watch, and the monitor sets it again with one read. The
+// interleaving: that read is in flight when the connection drops. The
+// monitor must read again on the new connection (and take the request only
+// from a read that succeeded), so the request is still heard and a later
+// deletion of the node still ends the lease.
+func TestRevokeHeardWhenTheRewatchReadIsLost(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(testSession))
+	l, err := mustMutex(t, c, p).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	tokenOf(l)
+
+	cut := make(chan struct{})
+	var once sync.Once
+	zklock.SetHookRewatch(func() {
+		once.Do(func() { go dropOnceRequestSent(proxy, len(l.Node()), cut) })
+	})
+	t.Cleanup(func() { zklock.SetHookRewatch(nil) })
+	require.NoError(t, connect(t).AskToRelease(ctxTimeout(t, 5*time.Second), l.Node()))
+	<-cut
+	select {
+	case <-l.RevokeRequested():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was lost with the read that set the watch again")
+	}
+	require.NoError(t, l.Err())
+	require.NoError(t, obs.Delete(l.Node(), -1))
+	select {
+	case <-l.Done():
+		require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the node was deleted, and the lease goes on")
+	}
+}
+
+// dropOnceRequestSent holds the servers' replies, waits until a request for
+// a path of pathLen bytes has gone through the proxy, and cuts every
+// connection: the request's reply is lost. Then it lets replies flow again.
+func dropOnceRequestSent(proxy *zktest.Proxy, pathLen int, cut chan<- struct{}) {
+	defer close(cut)
+	sent, _ := proxy.Bytes()
+	proxy.StallReplies()
+	for { // length, xid, op, the path, the watch flag
+		if now, _ := proxy.Bytes(); now >= sent+int64(4+8+4+pathLen+1) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	proxy.Cut()
+	proxy.Resume()
 }
