@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -236,4 +237,54 @@ func TestRWMutexNamingStylesAreNotMixed(t *testing.T) {
 func TestRWMutexRejectsBadPath(t *testing.T) {
 	_, err := connect(t).NewRWMutex("relative")
 	require.ErrorIs(t, err, zklock.ErrInvalidPath)
+}
+
+// Curator 5.5 and later downgrade a write lock by making a plain (not
+// sequential) ephemeral reader node numbered as the writer's
+// (StandardLockInternalsDriver.createsTheLock with ReadLock's sorting
+// sequence), then deleting the writer's node. The reader sorts at the
+// writer's place, ahead of every waiter. A zklock writer queued right behind
+// must not hold while that reader does. The peer here makes Curator's nodes
+// name for name, with a raw connection.
+func TestRWMutexWriterWaitsForCuratorsDowngradedReader(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	c := connect(t)
+	require.NoError(t, zklock.EnsureParents(ctxTimeout(t, 5*time.Second), c, p))
+	peer := observer(t)
+	acl := zk.WorldACL(zk.PermAll)
+	writer, err := peer.Create(p+"/_c_0123456789abcdef0123456789abcdef-__WRIT__", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+	require.NoError(t, err)
+	base := mntr(t).WatchCount()
+	got := make(chan *zklock.Lease, 1)
+	go func() {
+		rw, err := c.NewRWMutex(p)
+		assert.NoError(t, err)
+		l, err := rw.AcquireWrite(ctxTimeout(t, 30*time.Second))
+		assert.NoError(t, err)
+		got <- l
+	}()
+	waitChildren(t, obs, p, 2)
+	eventually(t, "the writer's two watches", func() bool { return mntr(t).WatchCount() >= base+2 })
+
+	// The downgrade, as Curator makes it.
+	reader, err := peer.Create(p+"/_c_fedcba9876543210fedcba9876543210-__READ__"+writer[len(writer)-10:], nil, zk.FlagEphemeral, acl)
+	require.NoError(t, err)
+	require.NoError(t, peer.Delete(writer, -1))
+	eventually(t, "the writer watches the reader, or holds", func() bool {
+		return len(got) > 0 || mntr(t).WatchCount() >= base+2
+	})
+	select {
+	case l := <-got:
+		t.Fatalf("a zklock writer (%s) holds beside Curator's downgraded reader (%s)", l.Node(), reader)
+	default:
+	}
+	require.NoError(t, peer.Delete(reader, -1))
+	select {
+	case l := <-got:
+		require.NotNil(t, l)
+		require.NoError(t, l.Release(context.Background()))
+	case <-time.After(20 * time.Second):
+		t.Fatal("the writer never held after the reader left")
+	}
 }

@@ -13,9 +13,9 @@ package zklock
 // ahead.
 //
 // A rule must be monotone: removing nodes ahead of me never turns a holder
-// into a waiter. Then, since sequence numbers only grow and nobody can join
-// ahead, a waiter whose blocker was the last thing between it and the lock
-// holds once the blocker is gone, without listing again (see turn.last).
+// into a waiter. Then, where nobody can join ahead, a waiter whose blocker
+// was the last thing between it and the lock holds once the blocker is gone,
+// without listing again (see turn.last and mayJoinAhead).
 type turnRule func(nodes []lockNode, me int) (holds bool, blocker int)
 
 // mutexTurn is the rule of an exclusive lock: first come, first served.
@@ -45,7 +45,59 @@ type turn struct {
 	present bool   // the node is in the listing
 	holds   bool   // it holds the lock
 	blocker string // the name of the node to wait for, when it does not hold
-	last    bool   // the blocker's leaving alone makes it hold
+	// last: the blocker's leaving alone makes it hold, and nobody can join
+	// ahead meanwhile (mayJoinAhead), so no listing is needed then.
+	last  bool
+	ahead []lockNode // the nodes ahead of it, in queue order
+}
+
+// Nobody joins ahead of a waiter where every node is sequential: ZooKeeper
+// numbers a path's sequential nodes in creation order, so every node made
+// after the waiter's sorts behind it. zklock's own nodes, kazoo's, Curator's
+// mutex, semaphore and latch nodes and go-zookeeper's are all sequential. Two
+// exceptions are known, and both are met by listing before holding:
+//
+//   - Curator 5.5 and later downgrade a write lock with a plain (not
+//     sequential) ephemeral reader node carrying the writer's number, made
+//     before the writer's node goes: it sorts at the writer's place. So a
+//     waiter that a reader would block does not hold when a writer ahead
+//     of it leaves, without a listing.
+//   - Any peer that makes a node with a number of its own: seen as two nodes
+//     with one number, or as a node ahead of the waiter that an earlier
+//     listing did not have (joinedAhead).
+//
+// mayJoinAhead reports whether, in nodes, a node may appear ahead of the one
+// at me while it waits for the one at b.
+func mayJoinAhead(rule turnRule, nodes []lockNode, me, b int) bool {
+	if !nodes[b].shared && nodes[b].marker == "__WRIT__" {
+		if holds, _ := rule([]lockNode{{shared: true}, {}}, 1); !holds {
+			return true // a reader ahead would block this waiter
+		}
+	}
+	for i := 1; i <= me; i++ {
+		if nodes[i].seq == nodes[i-1].seq {
+			return true
+		}
+	}
+	return false
+}
+
+// joinedAhead reports that ahead holds a name that before, an earlier
+// listing's names ahead of the same waiter, did not: a node joined ahead.
+// Nodes only leave the part of a queue ahead of a waiter, in order, so ahead
+// must be a subsequence of before.
+func joinedAhead(before, ahead []lockNode) bool {
+	i := 0
+	for _, n := range ahead {
+		for i < len(before) && before[i].name != n.name {
+			i++
+		}
+		if i == len(before) {
+			return true
+		}
+		i++
+	}
+	return false
 }
 
 // readTurn applies rule to a listing for the node called name.
@@ -61,9 +113,10 @@ func readTurn(rule turnRule, children []string, name string) turn {
 	if me < 0 {
 		return turn{}
 	}
+	ahead := nodes[:me]
 	holds, b := rule(nodes, me)
 	if holds {
-		return turn{present: true, holds: true}
+		return turn{present: true, holds: true, ahead: ahead}
 	}
 	without := append(append(make([]lockNode, 0, len(nodes)-1), nodes[:b]...), nodes[b+1:]...)
 	after := me
@@ -71,5 +124,6 @@ func readTurn(rule turnRule, children []string, name string) turn {
 		after--
 	}
 	last, _ := rule(without, after)
-	return turn{present: true, blocker: nodes[b].name, last: last}
+	last = last && !mayJoinAhead(rule, nodes, me, b)
+	return turn{present: true, blocker: nodes[b].name, last: last, ahead: ahead}
 }

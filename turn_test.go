@@ -9,6 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// bare is t without the nodes ahead, for comparing turns.
+func bare(t turn) turn {
+	t.ahead = nil
+	return t
+}
+
 func lockNames(seqs ...int) []string {
 	out := make([]string, len(seqs))
 	for i, s := range seqs {
@@ -20,12 +26,12 @@ func lockNames(seqs ...int) []string {
 func TestPureMutexTurn(t *testing.T) {
 	children := append(lockNames(7, 3, 5), "not-a-lock-node")
 	names := lockNames(3, 5, 7)
-	require.Equal(t, turn{present: true, holds: true}, readTurn(mutexTurn, children, names[0]))
-	require.Equal(t, turn{present: true, blocker: names[0], last: true}, readTurn(mutexTurn, children, names[1]),
+	require.Equal(t, turn{present: true, holds: true}, bare(readTurn(mutexTurn, children, names[0])))
+	require.Equal(t, turn{present: true, blocker: names[0], last: true}, bare(readTurn(mutexTurn, children, names[1])),
 		"behind the holder: its leaving is enough")
-	require.Equal(t, turn{present: true, blocker: names[1]}, readTurn(mutexTurn, children, names[2]),
+	require.Equal(t, turn{present: true, blocker: names[1]}, bare(readTurn(mutexTurn, children, names[2])),
 		"behind a waiter: look again when it goes")
-	require.Equal(t, turn{}, readTurn(mutexTurn, children, lockNames(4)[0]), "absent")
+	require.Equal(t, turn{}, bare(readTurn(mutexTurn, children, lockNames(4)[0])), "absent")
 }
 
 // twoPermits is a semaphore rule of two permits, to show that the shared wait
@@ -41,8 +47,8 @@ func TestPureOtherRulesShareTheWait(t *testing.T) {
 	children := lockNames(1, 2, 3, 4)
 	names := children
 	require.True(t, readTurn(twoPermits, children, names[1]).holds)
-	require.Equal(t, turn{present: true, blocker: names[0], last: true}, readTurn(twoPermits, children, names[2]))
-	require.Equal(t, turn{present: true, blocker: names[1]}, readTurn(twoPermits, children, names[3]),
+	require.Equal(t, turn{present: true, blocker: names[0], last: true}, bare(readTurn(twoPermits, children, names[2])))
+	require.Equal(t, turn{present: true, blocker: names[1]}, bare(readTurn(twoPermits, children, names[3])),
 		"when its blocker goes it is still third: look again")
 }
 
@@ -75,13 +81,43 @@ func rwRule(k byte) turnRule {
 
 func TestPureReaderTurn(t *testing.T) {
 	names := rwNames("rrwrrw")
-	turnOf := func(i int) turn { return readTurn(rwRule("rrwrrw"[i]), names, names[i]) }
+	turnOf := func(i int) turn { return bare(readTurn(rwRule("rrwrrw"[i]), names, names[i])) }
 	assert.True(t, turnOf(0).holds)
 	assert.True(t, turnOf(1).holds, "readers share")
 	assert.Equal(t, turn{present: true, blocker: names[1]}, turnOf(2), "a writer waits for the node just ahead")
 	assert.Equal(t, turn{present: true, blocker: names[2], last: true}, turnOf(3), "a reader waits for the nearest writer only")
 	assert.Equal(t, turn{present: true, blocker: names[2], last: true}, turnOf(4), "both readers behind the writer wait on it: its release frees both")
 	assert.Equal(t, turn{present: true, blocker: names[4]}, turnOf(5))
+}
+
+// Curator 5.5 downgrades a write lock with a plain ephemeral reader node
+// numbered as the writer, made before the writer's node goes: a waiter that
+// a reader blocks must list before holding when a Curator-named writer ahead
+// leaves; a reader need not (readers share), and neither need anyone behind
+// kazoo's writer, which has no downgrade.
+func TestPureAWriterThatMayDowngradeIsNeverTheLastNodeAhead(t *testing.T) {
+	names := rwNames("wwr") // Curator writer, kazoo writer, kazoo reader
+	kazooBehind := bare(readTurn(mutexTurn, names, names[1]))
+	assert.False(t, kazooBehind.last, "a writer behind Curator's writer lists before holding")
+	reader := append([]string{names[0]}, names[2])
+	assert.True(t, bare(readTurn(readerTurn, reader, reader[1])).last, "a reader behind a writer holds when it goes")
+	behindKazoo := []string{names[1], fmt.Sprintf("%s%010d", curatorWrite.prefix(fmt.Sprintf("%032d", 9)), 3)}
+	assert.True(t, bare(readTurn(mutexTurn, behindKazoo, behindKazoo[1])).last, "kazoo's writer does not downgrade")
+
+	twin := append(lockNames(1, 2), "_c_ffffffffffffffffffffffffffffffff-lock-0000000001")
+	assert.False(t, readTurn(mutexTurn, twin, twin[1]).last,
+		"two nodes with one number: someone makes nodes with numbers of their own")
+}
+
+func TestPureJoinedAhead(t *testing.T) {
+	nodes := sortedLockNodes(lockNames(1, 2, 3, 4))
+	assert.False(t, joinedAhead(nodes[:3], nodes[:3]))
+	assert.False(t, joinedAhead(nodes[:3], []lockNode{nodes[0], nodes[2]}), "leaving is not joining")
+	assert.False(t, joinedAhead(nodes[:3], nil))
+	stranger := sortedLockNodes(lockNames(2))[0]
+	stranger.name = "_c_ffffffffffffffffffffffffffffffff-lock-0000000002"
+	assert.True(t, joinedAhead(nodes[:3], []lockNode{nodes[0], stranger, nodes[2]}), "a new name ahead")
+	assert.True(t, joinedAhead(nodes[1:3], nodes[:3]), "a node ahead of all of them")
 }
 
 // FuzzRWTurn: in any queue of readers and writers, the holders are either

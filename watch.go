@@ -26,6 +26,8 @@ var (
 // errSessionOver or errNodeDeleted: q is gone.
 func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule turnRule, w watcher, children []string, try bool) error {
 	r := c.retrier(ctx, q.sess)
+	var before []lockNode // the nodes ahead at the last listing
+	joined := false       // a node joined ahead since a listing: list before holding
 	for {
 		var err error
 		if children == nil {
@@ -37,6 +39,8 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule turnRule, w wa
 		if err == nil {
 			t := readTurn(rule, children, q.name)
 			children = nil
+			joined = joined || (before != nil && joinedAhead(before, t.ahead))
+			before, t.last = t.ahead, t.last && !joined
 			switch {
 			case !t.present:
 				return c.goneReason(q)
