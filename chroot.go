@@ -3,11 +3,13 @@ package zklock
 // This file gives Connect ZooKeeper's chroot ("host:2181/app"), which
 // go-zookeeper lacks, where ZooKeeper's Java client has it (ClientCnxn):
 // between go-zookeeper and the socket. Every path a request carries gets the
-// chroot in front; the paths a reply carries (a create's name, a sync's path,
-// the creates of a multi) and every watch event's path lose it. go-zookeeper,
-// zklock and a caller of Client.Conn see the tree under the chroot as the
-// whole tree. (A vendored go-zookeeper patch would not reach programs that
-// import zklock: go.mod's replace applies to zklock's own builds only.)
+// chroot in front, once checked as the Java client checks it (as a string,
+// "-b" under /app would be /app-b: an invalid path is refused); the paths a
+// reply carries (a create's name, a sync's path, the creates of a multi) and
+// every watch event's path lose it. go-zookeeper, zklock and a caller of
+// Client.Conn see the tree under the chroot as the whole tree. (A vendored
+// go-zookeeper patch would not reach programs that import zklock: go.mod's
+// replace applies to zklock's own builds only.)
 
 import (
 	"context"
@@ -61,14 +63,21 @@ type chroot struct {
 	raw  atomic.Bool // paths go unchanged: only while Connect creates the chroot
 }
 
-func (r *chroot) prepend(p string) string {
+// prepend puts the chroot in front of p. It refuses a path that is not a
+// valid absolute one, as ZooKeeper's Java client does before adding its
+// chroot: as a string, "-b" under /app would be /app-b, outside the chroot.
+// seq says p is a sequential create's (which may end in "/").
+func (r *chroot) prepend(p string, seq bool) (string, error) {
 	if r.raw.Load() {
-		return p
+		return p, nil
+	}
+	if err := validateOpPath(p, seq); err != nil {
+		return "", fmt.Errorf("%w: %w", errChrootRequest, err)
 	}
 	if p == "/" {
-		return r.root
+		return r.root, nil
 	}
-	return r.root + p
+	return r.root + p, nil
 }
 
 // strip turns a server path into the client's; a path outside the chroot
@@ -104,8 +113,10 @@ func newChrootConn(nc net.Conn, r *chroot) *chrootConn {
 	return &chrootConn{Conn: nc, r: r, pending: make(map[int32]int32)}
 }
 
-// errChrootRequest refuses a request chrootConn cannot rewrite: sent as it
-// is, it would reach outside the chroot.
+// errChrootRequest refuses a request chrootConn cannot rewrite (an unknown
+// op, a malformed packet, a path that is not a valid absolute one): sent as
+// it is, it would reach outside the chroot. go-zookeeper returns the error
+// to the caller and, as after any failed write, reconnects.
 var errChrootRequest = errors.New("zklock: chroot: cannot rewrite the request's paths")
 
 func (c *chrootConn) Write(p []byte) (int, error) {
@@ -207,22 +218,15 @@ func (r *chroot) request(p []byte) ([]byte, int32, error) {
 	in := &jreader{b: p, off: 12}
 	out := jwriter{b: make([]byte, 12, len(p)+64)}
 	copy(out.b, p[:12])
+	var err error
 	switch op {
 	case zkOpCreate, zkOpDelete, zkOpExists, zkOpGetData, zkOpSetData, zkOpGetACL, zkOpSetACL,
 		zkOpGetChildren, zkOpSync, zkOpGetChildren2, zkOpCheck, zkOpCreate2, zkOpCheckWatches,
 		zkOpRemoveWatches, zkOpCreateContainer, zkOpDeleteContainer, zkOpCreateTTL,
 		zkOpGetEphemerals, zkOpGetAllChildren, zkOpAddWatch:
-		r.path(in, &out)
+		err = r.path(in, &out, isCreate(op) && createSeq(*in))
 	case zkOpMulti, zkOpMultiRead:
-		for !in.bad {
-			typ, done, ok := multiHeader(in, &out)
-			if done || !ok {
-				break
-			}
-			if !r.multiOp(in, &out, typ) {
-				return nil, op, fmt.Errorf("%w (multi op %d)", errChrootRequest, typ)
-			}
-		}
+		err = r.multi(in, &out)
 	case zkOpSetWatches, zkOpSetWatches2:
 		out.b = append(out.b, in.next(8)...) // relative zxid
 		lists := 3
@@ -232,12 +236,15 @@ func (r *chroot) request(p []byte) ([]byte, int32, error) {
 		for range lists {
 			k := in.int32()
 			out.int32(k)
-			for i := int32(0); i < k && !in.bad; i++ {
-				r.path(in, &out)
+			for i := int32(0); i < k && !in.bad && err == nil; i++ {
+				err = r.path(in, &out, false)
 			}
 		}
 	default:
 		return p, op, nil
+	}
+	if err != nil {
+		return nil, op, err
 	}
 	if in.bad {
 		return nil, op, fmt.Errorf("%w (opcode %d: malformed)", errChrootRequest, op)
@@ -247,19 +254,71 @@ func (r *chroot) request(p []byte) ([]byte, int32, error) {
 	return out.b, op, nil
 }
 
-// path copies one path from in to out with the chroot in front.
-func (r *chroot) path(in *jreader, out *jwriter) {
-	s, ok := in.str()
-	if !ok {
-		out.int32(-1)
-		return
+// multi rewrites the ops of a multi.
+func (r *chroot) multi(in *jreader, out *jwriter) error {
+	for !in.bad {
+		typ, done, ok := multiHeader(in, out)
+		if done || !ok {
+			return nil
+		}
+		if err := r.multiOp(in, out, typ); err != nil {
+			return err
+		}
 	}
-	out.str(r.prepend(s))
+	return nil
 }
 
-// multiOp rewrites one operation of a multi; false for an unknown one.
-func (r *chroot) multiOp(in *jreader, out *jwriter, typ int32) bool {
-	r.path(in, out)
+// path copies one path from in to out with the chroot in front (a short
+// packet is left to the caller, which sees in.bad).
+func (r *chroot) path(in *jreader, out *jwriter, seq bool) error {
+	s, ok := in.str()
+	switch {
+	case in.bad:
+		return nil
+	case !ok:
+		return fmt.Errorf("%w: a null path", errChrootRequest)
+	}
+	q, err := r.prepend(s, seq)
+	if err != nil {
+		return err
+	}
+	out.str(q)
+	return nil
+}
+
+func isCreate(op int32) bool {
+	switch op {
+	case zkOpCreate, zkOpCreate2, zkOpCreateContainer, zkOpCreateTTL:
+		return true
+	}
+	return false
+}
+
+// createSeq reads ahead, on a copy of the reader, whether the create whose
+// path starts at in (path, data, ACL, flags) is a sequential one.
+func createSeq(in jreader) bool {
+	in.buf() // path
+	in.buf() // data
+	k := in.int32()
+	for i := int32(0); i < k && !in.bad; i++ {
+		in.skip(4) // perms
+		in.buf()   // scheme
+		in.buf()   // id
+	}
+	return sequentialFlags(in.int32())
+}
+
+// multiOp rewrites one operation of a multi; an unknown one is refused.
+func (r *chroot) multiOp(in *jreader, out *jwriter, typ int32) error {
+	switch typ {
+	case zkOpCreate, zkOpCreate2, zkOpCreateContainer, zkOpCreateTTL, zkOpDelete, zkOpCheck,
+		zkOpSetData, zkOpGetData, zkOpGetChildren:
+	default:
+		return fmt.Errorf("%w (multi op %d)", errChrootRequest, typ)
+	}
+	if err := r.path(in, out, isCreate(typ) && createSeq(*in)); err != nil {
+		return err
+	}
 	start := in.off
 	switch typ {
 	case zkOpCreate, zkOpCreate2, zkOpCreateContainer, zkOpCreateTTL:
@@ -281,13 +340,11 @@ func (r *chroot) multiOp(in *jreader, out *jwriter, typ int32) bool {
 		in.skip(4)
 	case zkOpGetData, zkOpGetChildren:
 		in.skip(1) // watch
-	default:
-		return false
 	}
 	if !in.bad {
 		out.b = append(out.b, in.b[start:in.off]...)
 	}
-	return true
+	return nil
 }
 
 // reply rewrites a whole reply frame [length][xid][zxid][err][body] of a

@@ -3,8 +3,10 @@ package zklock
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -204,5 +206,93 @@ func FuzzChrootReply(f *testing.F) {
 			t.Fatalf("rewritten frame has a wrong length")
 		}
 		_, _, _ = r.request(b)
+	})
+}
+
+// The rewriter refuses, rather than prefixes, a path that is not a valid
+// absolute one, in every kind of request that carries paths: "-b" under
+// /app would be /app-b, a sibling's tree.
+func TestPureChrootRefusesInvalidPaths(t *testing.T) {
+	r := newChroot("/app")
+	acl := []any{int32(1), int32(31), "world", "anyone"}
+	create := func(p string, flags int32) []byte {
+		return packet(append(append([]any{int32(7), int32(zkOpCreate), p, "d"}, acl...), flags)...)
+	}
+	multi := func(p string) []byte {
+		return packet(int32(3), int32(zkOpMulti), int32(zkOpCheck), false, int32(-1), "/ok", int32(-1),
+			int32(zkOpSetData), false, int32(-1), p, "x", int32(-1), int32(-1), true, int32(-1))
+	}
+	for _, p := range []string{"-b", "", "b", "-b/x", "/a/../../b", "/a/.", "//a", "/a/", "/a\x00", "/\u0085"} {
+		for name, pkt := range map[string][]byte{
+			"get":        packet(int32(8), int32(zkOpGetData), p, false),
+			"delete":     packet(int32(9), int32(zkOpDelete), p, int32(-1)),
+			"create":     create(p, 0),
+			"multi":      multi(p),
+			"setWatches": packet(int32(-8), int32(zkOpSetWatches), int64(1), int32(1), "/d", int32(1), p, int32(0)),
+		} {
+			if _, _, err := r.request(pkt); !errors.Is(err, ErrInvalidPath) || !errors.Is(err, errChrootRequest) {
+				t.Errorf("%s %q: got %v, want ErrInvalidPath", name, p, err)
+			}
+		}
+	}
+	if _, _, err := r.request(packet(int32(8), int32(zkOpGetData), int32(-1), false)); !errors.Is(err, errChrootRequest) {
+		t.Errorf("null path: got %v", err)
+	}
+	// A sequential create may end in "/": the number follows.
+	for _, flags := range []int32{2, 3, 6} {
+		got, _, err := r.request(create("/m/", flags))
+		if want := create("/app/m/", flags); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("sequential create (flags %d): got %x, %v\nwant %x", flags, got, err, want)
+		}
+	}
+	if _, _, err := r.request(create("-b/", 2)); !errors.Is(err, ErrInvalidPath) {
+		t.Errorf("relative sequential create: got %v", err)
+	}
+}
+
+// FuzzChrootRequestPath: a request the rewriter sends carries only paths
+// at or under the chroot that ZooKeeper accepts; one it refuses carried a
+// path ZooKeeper's client refuses too.
+func FuzzChrootRequestPath(f *testing.F) {
+	for _, p := range []string{"-b", "/a", "/", "/a/", "", "/a/..", "/a/..x", "//"} {
+		f.Add(p, int32(0), uint8(0))
+		f.Add(p, int32(2), uint8(1))
+	}
+	r := newChroot("/app")
+	f.Fuzz(func(t *testing.T, p string, flags int32, kind uint8) {
+		seq := false
+		var pkt []byte
+		switch kind % 3 {
+		case 0:
+			pkt = packet(int32(8), int32(zkOpExists), p, false)
+		case 1:
+			seq = sequentialFlags(flags)
+			pkt = packet(int32(7), int32(zkOpCreate), p, "d", int32(0), flags)
+		case 2:
+			seq = sequentialFlags(flags)
+			pkt = packet(int32(3), int32(zkOpMulti), int32(zkOpCreate), false, int32(-1), p, "d", int32(0), flags,
+				int32(-1), true, int32(-1))
+		}
+		out, _, err := r.request(pkt)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPath) || validateOpPath(p, seq) == nil {
+				t.Fatalf("%q refused: %v", p, err)
+			}
+			return
+		}
+		in := &jreader{b: out, off: 12}
+		if kind%3 == 2 {
+			in.skip(9) // the op's header
+		}
+		q, ok := in.str()
+		if !ok || (q != "/app" && !strings.HasPrefix(q, "/app/")) {
+			t.Fatalf("%q sent as %q: outside the chroot", p, q)
+		}
+		if seq {
+			q += "0000000001"
+		}
+		if !zkAcceptsPath(q) {
+			t.Fatalf("%q sent as %q, which ZooKeeper rejects", p, q)
+		}
 	})
 }

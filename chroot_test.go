@@ -200,3 +200,91 @@ func TestChrootMissingIsCreated(t *testing.T) {
 	require.ErrorIs(t, err, zk.ErrNoAuth)
 	require.ErrorContains(t, err, "chroot "+ro+"/app")
 }
+
+// siblingTenant creates root+"-b", the tree a chroot client's op path "-b"
+// would reach if the rewriter prefixed it, with a child to delete.
+func siblingTenant(t *testing.T, obs *zk.Conn, root string) string {
+	t.Helper()
+	sib := root + "-b"
+	acl := zk.WorldACL(zk.PermAll)
+	_, err := obs.Create(sib, []byte("tenant-b"), 0, acl)
+	require.NoError(t, err)
+	_, err = obs.Create(sib+"/victim", []byte("keep"), 0, acl)
+	require.NoError(t, err)
+	return sib
+}
+
+// requireSiblingUntouched checks that nothing in sib changed.
+func requireSiblingUntouched(t *testing.T, obs *zk.Conn, sib string) {
+	t.Helper()
+	data, stat, err := obs.Get(sib)
+	require.NoError(t, err)
+	require.Equal(t, "tenant-b", string(data))
+	require.Equal(t, int32(0), stat.Version, "the sibling's data was written")
+	kids, _, err := obs.Children(sib)
+	require.NoError(t, err)
+	require.Equal(t, []string{"victim"}, kids, "the sibling's children changed")
+}
+
+// A guarded write's op paths are checked before the chroot is put in front:
+// under the chroot /…/chroot-N, "-b" must not become /…/chroot-N-b, a
+// sibling tenant's tree. Every op kind is refused with ErrInvalidPath,
+// nothing is sent, and the lease still holds.
+func TestChrootGuardedWriteCannotReachSibling(t *testing.T) {
+	root := chrootOf(t)
+	ch := connectChroot(t, cluster.Addrs(), root)
+	obs := observer(t)
+	sib := siblingTenant(t, obs, root)
+	l, err := mustMutex(t, ch, "/locks/m").Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+
+	acl := zk.WorldACL(zk.PermAll)
+	ops := []struct {
+		name string
+		op   any
+	}{
+		{"set", &zk.SetDataRequest{Path: "-b", Data: []byte("owned"), Version: -1}},
+		{"create", &zk.CreateRequest{Path: "-b/new", Data: []byte("x"), Acl: acl}},
+		{"delete", &zk.DeleteRequest{Path: "-b/victim", Version: -1}},
+		{"check", &zk.CheckVersionRequest{Path: "-b", Version: 0}},
+		{"empty", &zk.CheckVersionRequest{Path: "", Version: -1}},
+		{"dot-dot", &zk.SetDataRequest{Path: "/../chroot-b", Data: []byte("owned"), Version: -1}},
+		{"sequential", &zk.CreateRequest{Path: "-b/s-", Acl: acl, Flags: zk.FlagSequence}},
+	}
+	for _, tc := range ops {
+		// A valid op beside the bad one is not applied either.
+		_, err := l.Multi(ctxTimeout(t, 5*time.Second), &zk.CreateRequest{Path: "/ok", Acl: acl}, tc.op)
+		requireSiblingUntouched(t, obs, sib)
+		require.ErrorIs(t, err, zklock.ErrInvalidPath, tc.name)
+		require.NoError(t, l.Err(), "%s: the lease still holds", tc.name)
+	}
+	ok, _, err := obs.Exists(root + "/ok")
+	require.NoError(t, err)
+	require.False(t, ok, "an op of a refused multi was applied")
+
+	// A sequential create may end in "/" (ZooKeeper appends the number).
+	_, err = obs.Create(root+"/seq", nil, 0, acl)
+	require.NoError(t, err)
+	res, err := l.Multi(ctxTimeout(t, 5*time.Second), &zk.CreateRequest{Path: "/seq/", Acl: acl, Flags: zk.FlagSequence})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(res[0].String, "/seq/"), res[0].String)
+	require.NoError(t, l.Release(ctxTimeout(t, 5*time.Second)))
+}
+
+// The rewriter itself refuses what it cannot keep inside the chroot, so a
+// raw multi through Client.Conn, which go-zookeeper does not check, cannot
+// reach the sibling either; the client reconnects and goes on.
+func TestChrootRawMultiCannotReachSibling(t *testing.T) {
+	root := chrootOf(t)
+	ch := connectChroot(t, cluster.Addrs(), root)
+	obs := observer(t)
+	sib := siblingTenant(t, obs, root)
+	_, err := ch.Conn().Multi(&zk.SetDataRequest{Path: "-b", Data: []byte("owned"), Version: -1},
+		&zk.DeleteRequest{Path: "-b/victim", Version: -1})
+	requireSiblingUntouched(t, obs, sib)
+	require.ErrorIs(t, err, zklock.ErrInvalidPath)
+
+	l, err := mustMutex(t, ch, "/locks/after").Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctxTimeout(t, 5*time.Second)))
+}

@@ -11,7 +11,9 @@ import (
 var (
 	// ErrInvalidPath reports a lock path ZooKeeper would reject or zklock
 	// refuses to touch (relative, trailing slash, empty segment, "." or "..",
-	// control characters, or anything under /zookeeper).
+	// control characters, or anything under /zookeeper), or an op path of
+	// Lease.Multi (or of a request under a chroot) ZooKeeper's client would
+	// reject.
 	ErrInvalidPath = errors.New("zklock: invalid lock path")
 	// ErrLocked is returned by TryAcquire when someone holds the lock or
 	// waits ahead of the caller.

@@ -18,6 +18,12 @@ import (
 // so the check ignores its version: a revocation request or Proclaim writes
 // to the node without ending the lease.
 //
+// Every op's path is checked first, as ZooKeeper's client checks a single
+// call's (go-zookeeper does not check a multi's): an invalid one, or an op
+// of another type, sends nothing and returns ErrInvalidPath or
+// ErrInvalidArgument, the lease untouched. Under a chroot, a path such as
+// "-b" would otherwise name a sibling of the chroot.
+//
 // It returns the responses to ops (the check's are left out). A lease that
 // has ended, or must be presumed lost by now, sends nothing and returns its
 // end. When ZooKeeper refuses the write because the node is gone, the lease
@@ -29,6 +35,9 @@ import (
 // reached ZooKeeper while the node existed). It waits at most ctx and, when
 // ZooKeeper does not answer, until the lease must be presumed lost.
 func (l *Lease) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if err := checkOps(ops); err != nil {
+		return nil, err
+	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -68,6 +77,45 @@ func (l *Lease) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		res = res[len(parts):]
 	}
 	return res, fmt.Errorf("zklock: guarded write under %s: %w", l.Node(), err)
+}
+
+// checkOps checks the path of every op of a guarded write.
+func checkOps(ops []any) error {
+	for i, op := range ops {
+		p, seq, ok := opPath(op)
+		if !ok {
+			return fmt.Errorf("%w: guarded write op %d is %T, not a non-nil *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or *zk.CheckVersionRequest",
+				ErrInvalidArgument, i, op)
+		}
+		if err := validateOpPath(p, seq); err != nil {
+			return fmt.Errorf("zklock: guarded write op %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// opPath returns the path of a guarded write's op and whether it is a
+// sequential create's; ok is false for a nil op or another type.
+func opPath(op any) (p string, seq, ok bool) {
+	switch o := op.(type) {
+	case *zk.CreateRequest:
+		if o != nil {
+			return o.Path, sequentialFlags(o.Flags), true
+		}
+	case *zk.SetDataRequest:
+		if o != nil {
+			return o.Path, false, true
+		}
+	case *zk.DeleteRequest:
+		if o != nil {
+			return o.Path, false, true
+		}
+	case *zk.CheckVersionRequest:
+		if o != nil {
+			return o.Path, false, true
+		}
+	}
+	return "", false, false
 }
 
 // guardLoss turns a refused guarded write whose check failed into the
