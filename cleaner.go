@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -20,9 +21,10 @@ const maxPendingCleanups = 10000
 // contender left, and with a cleanup root, their empty ancestors below it:
 // only nodes this client created (see mine).
 // Pending cleanups are coalesced (one timer per path) and run at once on
-// Close. It never makes a contender fail: it deletes with the version it saw
-// and treats NotEmpty, BadVersion and NoNode as "in use again, skip", and a
-// contender whose create finds the path gone creates it again.
+// Close. It never makes a contender fail: it deletes with a version only
+// its own node can have (see stamp) and treats NotEmpty, BadVersion and
+// NoNode as "in use again, skip", and a contender whose create finds the
+// path gone creates it again.
 type cleaner struct {
 	c     *Client
 	delay time.Duration
@@ -99,6 +101,15 @@ func (cl *cleaner) isMine(p string, czxid int64) bool {
 func (cl *cleaner) forget(p string) {
 	cl.mineMu.Lock()
 	delete(cl.mine, p)
+	cl.mineMu.Unlock()
+}
+
+// forgetNode drops p's record if it still names the node made at czxid.
+func (cl *cleaner) forgetNode(p string, czxid int64) {
+	cl.mineMu.Lock()
+	if cl.mine[p] == czxid {
+		delete(cl.mine, p)
+	}
 	cl.mineMu.Unlock()
 }
 
@@ -181,32 +192,89 @@ func (cl *cleaner) scheduleLocked(lockPath string) {
 // over: a create of the lock path that failed half-way leaves ancestors that
 // never had a child, which the server does not remove even as containers.
 func (cl *cleaner) clean(lockPath string) {
-	conn := cl.c.conn
 	for p := lockPath; cl.mayRemove(p, lockPath); p = path.Dir(p) {
 		if p == "/" || p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/") {
 			return
 		}
-		ok, stat, err := conn.Exists(p)
-		if err == nil && !ok {
-			continue
-		}
-		if err != nil || stat.NumChildren > 0 || stat.EphemeralOwner != 0 || !cl.isMine(p, stat.Czxid) {
+		if !cl.cleanOne(p) {
 			return
 		}
-		switch err := conn.Delete(p, stat.Version); {
-		case err == nil:
-			cl.forget(p)
-			cl.c.log.Debug("zklock: removed empty lock path", "path", p)
-			cl.c.opts.metrics.CleanerDeleted(p)
-		case errors.Is(err, zk.ErrNoNode):
-			cl.forget(p) // someone else cleaned it
-			return
-		case errors.Is(err, zk.ErrNotEmpty), errors.Is(err, zk.ErrBadVersion):
-			return // in use again
-		default:
-			cl.c.log.Debug("zklock: cleanup skipped", "path", p, "err", err)
-			return
+	}
+}
+
+// cleanOne deletes p if it is an empty node this client made; true if p is
+// gone now (go on to its parent), false to stop.
+func (cl *cleaner) cleanOne(p string) bool {
+	ok, stat, err := cl.c.conn.Exists(p)
+	if err == nil && !ok {
+		return true
+	}
+	cleanerRead(p)
+	if err != nil || !cl.removable(p, stat) {
+		return false
+	}
+	if stat.Version == 0 {
+		if stat = cl.stamp(p, stat); stat == nil {
+			return false
 		}
+		cleanerRead(p)
+	}
+	switch err := cl.c.conn.Delete(p, stat.Version); {
+	case err == nil:
+		cl.forget(p)
+		cl.c.log.Debug("zklock: removed empty lock path", "path", p)
+		cl.c.opts.metrics.CleanerDeleted(p)
+		return true
+	case errors.Is(err, zk.ErrNoNode):
+		cl.forget(p) // someone else cleaned it
+	case errors.Is(err, zk.ErrNotEmpty), errors.Is(err, zk.ErrBadVersion):
+		// in use again, or made again by someone else
+	default:
+		cl.c.log.Debug("zklock: cleanup skipped", "path", p, "err", err)
+	}
+	return false
+}
+
+// removable reports whether stat, read at p, is an empty persistent node
+// this client made.
+func (cl *cleaner) removable(p string, stat *zk.Stat) bool {
+	return stat.NumChildren == 0 && stat.EphemeralOwner == 0 && cl.isMine(p, stat.Czxid)
+}
+
+// stamp writes p's empty data again, so that its version is no longer 0,
+// and returns the node's stat if it is still this client's and empty.
+// ZooKeeper's delete checks only the data version, and a node made anew
+// has version 0: without the stamp, a delete with the version read could
+// remove a node someone made at p since the read (kazoo's Lock makes its
+// path once and fails without it). The write's reply names the node it
+// reached: if that is such a new node, the write only moved its version
+// (its data is empty, as Curator, kazoo and zklock make lock paths) and
+// nothing is deleted.
+func (cl *cleaner) stamp(p string, read *zk.Stat) *zk.Stat {
+	stat, err := cl.c.conn.Set(p, []byte{}, 0)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		cl.forget(p)
+		return nil
+	case err != nil: // written meanwhile, or no answer: left for later
+		return nil
+	case !cl.isMine(p, stat.Czxid):
+		cl.forgetNode(p, read.Czxid)
+		cl.c.log.Debug("zklock: cleanup skipped: path made again by someone else", "path", p)
+		return nil
+	case !cl.removable(p, stat):
+		return nil
+	}
+	return stat
+}
+
+// testHookCleanerRead, set only by tests, runs after each read of a node's
+// stat the cleaner acts on, before it acts.
+var testHookCleanerRead atomic.Pointer[func(p string)]
+
+func cleanerRead(p string) {
+	if hook := testHookCleanerRead.Load(); hook != nil {
+		(*hook)(p)
 	}
 }
 

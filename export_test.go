@@ -54,3 +54,16 @@ func SetHookRewatch(fn func()) {
 	}
 	testHookRewatch.Store(&fn)
 }
+
+// SetHookCleanerRead runs fn(p) after each read of p's stat the cleaner acts
+// on, before it acts; nil removes it.
+func SetHookCleanerRead(fn func(p string)) {
+	if fn == nil {
+		testHookCleanerRead.Store(nil)
+		return
+	}
+	testHookCleanerRead.Store(&fn)
+}
+
+// CleanNow runs c's cleanup of lockPath now, as its timer would.
+func CleanNow(c *Client, lockPath string) { c.cleaner.clean(lockPath) }
