@@ -35,7 +35,7 @@ func WithClientPort(port int) Option {
 }
 
 // WithTickTime sets ZooKeeper's tickTime (default 100ms). The session timeout
-// a server grants is clamped to [2*tick, 60s], so the default allows the short
+// a server grants is clamped to [2*tick, 60s] (see WithMaxSessionTimeout), so the default allows the short
 // (e.g. 1s) sessions that make expiry tests fast. initLimit (10) and syncLimit
 // (5) are counted in ticks too.
 func WithTickTime(d time.Duration) Option {
@@ -45,6 +45,15 @@ func WithTickTime(d time.Duration) Option {
 		}
 		c.Tick = d
 	}
+}
+
+// WithMaxSessionTimeout sets the largest session timeout the servers grant
+// (ZooKeeper's maxSessionTimeout, default 60s; never below 2*tick). A client
+// asking for more is granted d: for testing that a client goes by the timeout
+// granted, not the one it asked for. It needs servers started here: with
+// ZKLOCK_TEST_SERVERS set, Start skips the test.
+func WithMaxSessionTimeout(d time.Duration) Option {
+	return func(c *config) { c.MaxSessionTimeout = d }
 }
 
 // WithContainerCheck makes the server look for empty container znodes every d

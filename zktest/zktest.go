@@ -56,7 +56,8 @@ var ErrExternal = zkserver.ErrExternal
 // Start returns a running ZooKeeper cluster for the test, torn down by
 // t.Cleanup, found in the four ways the package doc lists. It fails the test
 // with instructions when there is none, and skips it only when the external
-// servers cannot give what it asks for (a larger ensemble, TLS).
+// servers cannot give what it asks for (a larger ensemble, TLS, a maximum
+// session timeout).
 func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	cfg := newConfig(opts)
@@ -66,6 +67,9 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	if ext := externalServers(); len(ext) > 0 {
 		if cfg.TLS != nil {
 			t.Skipf("zktest: test needs a TLS server started here; %s is set", EnvServers)
+		}
+		if cfg.MaxSessionTimeout > 0 {
+			t.Skipf("zktest: test needs a server with a maximum session timeout of %v started here; %s is set", cfg.MaxSessionTimeout, EnvServers)
 		}
 		if cfg.Ensemble > len(ext) {
 			t.Skipf("zktest: test needs a %d-server ensemble but %s names %d server(s)", cfg.Ensemble, EnvServers, len(ext))
@@ -94,6 +98,9 @@ func StartMain(opts ...Option) (*Cluster, func(), error) {
 	if ext := externalServers(); len(ext) > 0 {
 		if cfg.TLS != nil {
 			return nil, nil, fmt.Errorf("zktest: a TLS cluster needs servers started here; %s is set", EnvServers)
+		}
+		if cfg.MaxSessionTimeout > 0 {
+			return nil, nil, fmt.Errorf("zktest: a maximum session timeout needs servers started here; %s is set", EnvServers)
 		}
 		if cfg.Ensemble > len(ext) {
 			return nil, nil, fmt.Errorf("zktest: a %d-server ensemble was requested but %s names %d server(s)", cfg.Ensemble, EnvServers, len(ext))

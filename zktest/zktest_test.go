@@ -298,6 +298,15 @@ func TestContainerCheck(t *testing.T) {
 	require.Equal(t, zk.EventNodeDeleted, waitEvent(t, gone, 10*time.Second).Type)
 }
 
+// TestMaxSessionTimeout: the server is configured to grant at most the
+// given session timeout.
+func TestMaxSessionTimeout(t *testing.T) {
+	c := zktest.Start(t, zktest.WithMaxSessionTimeout(1500*time.Millisecond))
+	conf, err := zktest.FourLetter(ctxT(t, 5*time.Second), c.Addrs()[0], "conf")
+	require.NoError(t, err)
+	require.Contains(t, conf, "maxSessionTimeout=1500")
+}
+
 // TestExternalServers runs Start against ZKLOCK_TEST_SERVERS (pointed at a
 // local server): basic use works, lifecycle helpers skip.
 func TestExternalServers(t *testing.T) {

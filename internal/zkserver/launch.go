@@ -35,7 +35,7 @@ func (s *Server) writeConfig() error {
 		fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", s.clientPort)
 	}
 	b.WriteString("4lw.commands.whitelist=*\nadmin.enableServer=false\n")
-	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=60000\n", 2*tickMs)
+	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", 2*tickMs, cfg.maxSessionMs())
 	b.WriteString("maxClientCnxns=0\npreAllocSize=4096\n")
 	if !cfg.ForceSync {
 		b.WriteString("forceSync=no\n")
@@ -150,4 +150,14 @@ func (s *Server) pumpLog(r io.Reader) {
 			return
 		}
 	}
+}
+
+// maxSessionMs is maxSessionTimeout in ms: the configured one or the
+// default, and never below minSessionTimeout (ZooKeeper refuses to start).
+func (cfg Config) maxSessionMs() int64 {
+	d := cfg.MaxSessionTimeout
+	if d <= 0 {
+		d = DefaultMaxSessionTimeout
+	}
+	return max(d.Milliseconds(), 2*cfg.Tick.Milliseconds())
 }

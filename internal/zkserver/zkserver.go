@@ -35,6 +35,10 @@ const InstallHint = "to get one: run `make test` (it installs ZooKeeper), " +
 // take before giving up and reporting the server log.
 const DefaultStartTimeout = 60 * time.Second
 
+// DefaultMaxSessionTimeout is the largest session timeout started servers
+// grant unless Config.MaxSessionTimeout says otherwise.
+const DefaultMaxSessionTimeout = 60 * time.Second
+
 // ErrExternal is returned by the lifecycle methods of external servers.
 var ErrExternal = errors.New("zktest: server is external (" + EnvServers + "); lifecycle control is not supported")
 
@@ -43,8 +47,12 @@ type Config struct {
 	// Ensemble is how many servers form the quorum (1: a standalone server).
 	Ensemble int
 	// Tick is ZooKeeper's tickTime. The session timeout a server grants is
-	// clamped to [2*Tick, 60s]; initLimit (10) and syncLimit (5) count ticks.
+	// clamped to [2*Tick, MaxSessionTimeout]; initLimit (10) and syncLimit
+	// (5) count ticks.
 	Tick time.Duration
+	// MaxSessionTimeout is the largest session timeout the servers grant
+	// (ZooKeeper's maxSessionTimeout); 0 means DefaultMaxSessionTimeout.
+	MaxSessionTimeout time.Duration
 	// ClientPort is the first server's client port; 0 picks a free one.
 	ClientPort int
 	// ContainerCheck, when positive, is how often the servers delete empty
@@ -120,6 +128,9 @@ func Start(cfg Config) (*Cluster, func(), error) {
 func startDockerInstead(cfg Config, noInstall error) (*Cluster, func(), error) {
 	if cfg.TLS != nil {
 		return nil, nil, fmt.Errorf("zktest: a TLS cluster needs a local ZooKeeper install: %w\n%s", noInstall, InstallHint)
+	}
+	if cfg.MaxSessionTimeout > 0 {
+		return nil, nil, fmt.Errorf("zktest: a maximum session timeout needs a local ZooKeeper install: %w\n%s", noInstall, InstallHint)
 	}
 	if cfg.Ensemble == 1 {
 		addr, stop, derr := startDocker(cfg.Logf)
