@@ -138,10 +138,7 @@ func (c *Client) checkFollowerLag() error {
 	if c.wire == nil || c.opts.followerLag == 0 {
 		return nil
 	}
-	_, granted := c.wire.lastContact()
-	if granted <= 0 {
-		granted = c.opts.sessionTimeout
-	}
+	granted := c.grantedTimeout()
 	if limit := granted * 2 / 5; c.opts.followerLag >= limit {
 		return fmt.Errorf("%w: follower lag %v leaves no time to hold a lease: the server granted a session timeout of %v, and the lag must stay below 40 %% of it (%v)",
 			ErrInvalidOption, c.opts.followerLag, granted, limit)

@@ -569,18 +569,16 @@ func (c *Client) sessionLoss() error {
 
 // untilLossDeadline returns how long until leases must be presumed lost.
 func (c *Client) untilLossDeadline() time.Duration {
-	contact, granted := c.wire.lastContact()
-	if granted <= 0 {
-		granted = c.opts.sessionTimeout
-	}
-	return time.Until(contact.Add(time.Duration(float64(granted)*lossFraction) - c.opts.followerLag))
+	contact, _ := c.wire.lastContact()
+	return time.Until(contact.Add(time.Duration(float64(c.grantedTimeout())*lossFraction) - c.opts.followerLag))
 }
 
 // checkInterval is how long the loss clock sleeps between loss checks: until
-// the loss deadline, and at most a third of the session timeout, so a session
-// change that no event announced is noticed too.
+// the loss deadline, and at most a third of the granted session timeout, so
+// a session change that no event announced is noticed too. Before the grant
+// is known no lease can exist; the wire wakes the clock when it arrives.
 func (c *Client) checkInterval() time.Duration {
-	d := c.opts.sessionTimeout / 3
+	d := c.grantedTimeout() / 3
 	if c.wire != nil {
 		d = min(d, c.untilLossDeadline())
 	}

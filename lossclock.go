@@ -8,9 +8,11 @@ import (
 // lossClock applies the loss rule for all of a client's leases at once: one
 // goroutine and one timer per client, however many leases it holds, instead
 // of one timer per lease. It sleeps until the wire's loss deadline (or a
-// third of the session timeout, to notice a session change no event
+// third of the granted session timeout, to notice a session change no event
 // announced), and when the deadline has passed it closes its alarm: every
-// lease's monitor wakes and applies the rule itself (Client.lossCheck).
+// lease's monitor wakes and applies the rule itself (Client.lossCheck). The
+// wire wakes it early when a nap may outlast a deadline: the grant arrived
+// or changed, or contact resumed after the deadline passed.
 type lossClock struct {
 	c *Client
 
@@ -47,26 +49,44 @@ func (k *lossClock) run() {
 	defer c.wg.Done()
 	t := time.NewTimer(c.checkInterval())
 	defer t.Stop()
+	var rearm <-chan struct{} // nil without a wire: no grant to wait for
+	if c.wire != nil {
+		rearm = c.wire.rearm
+	}
 	for {
 		select {
 		case <-t.C:
+		case <-rearm:
+			t.Stop() // the nap was computed on an older grant or contact
 		case <-c.closing:
 			return
 		}
-		c.syncSession() // a session change that no event announced ends its leases
-		k.mu.Lock()
-		due := k.due()
-		if due && !isDone(k.alarm) {
-			close(k.alarm)
-		}
-		k.mu.Unlock()
-		k.reportContact(due)
-		next := c.checkInterval()
-		if due {
-			next = c.opts.sessionTimeout / 3 // past the deadline: nothing to wait for until contact resumes
-		}
-		t.Reset(next)
+		t.Reset(k.tick())
 	}
+}
+
+// tick applies the loss rule once and returns how long to nap.
+func (k *lossClock) tick() time.Duration {
+	c := k.c
+	c.syncSession() // a session change that no event announced ends its leases
+	var contact time.Time
+	if c.wire != nil {
+		contact, _ = c.wire.lastContact()
+	}
+	k.mu.Lock()
+	due := k.due()
+	if due && !isDone(k.alarm) {
+		close(k.alarm)
+	}
+	k.mu.Unlock()
+	k.reportContact(due)
+	if !due {
+		return c.checkInterval()
+	}
+	// Past the deadline: nothing to wait for until contact resumes, and the
+	// wire says when it does (a new lease's deadline may come soon after).
+	c.wire.watchContact(contact)
+	return c.grantedTimeout() / 3
 }
 
 // reportContact moves the session state on what the clock saw: lost past

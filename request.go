@@ -128,7 +128,8 @@ func (c *Client) answerBound(ctx context.Context) (context.Context, context.Canc
 }
 
 // grantedTimeout is the session timeout the server granted, or the one asked
-// for when it is not known (NewClient).
+// for when it is not known (NewClient, or before the first session, when no
+// lease can exist). Every figure derived from the session timeout uses it.
 func (c *Client) grantedTimeout() time.Duration {
 	if c.wire != nil {
 		if _, granted := c.wire.lastContact(); granted > 0 {

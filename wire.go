@@ -39,6 +39,12 @@ type wire struct {
 	granted  time.Duration  // session timeout from the newest connect response
 	dials    uint64         // connections opened so far: the connection epoch
 
+	// rearm wakes the loss clock (lossclock.go) when its nap may be too long:
+	// a connect response changed the granted timeout, or an answer came while
+	// contactWatched (the clock found the deadline passed: contact resumed).
+	rearm          chan struct{}
+	contactWatched bool
+
 	tls         *tls.Config // WithTLS: every connection is TLS, the handshake done in dial
 	chroot      *chroot     // the connect string's chroot, nil for none
 	handshaking string      // the address of a TLS handshake under way, "" for none
@@ -46,7 +52,7 @@ type wire struct {
 
 func newWire() *wire {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &wire{epoch: time.Now(), ctx: ctx, cancel: cancel, conns: make(map[*wireConn]struct{})}
+	return &wire{epoch: time.Now(), ctx: ctx, cancel: cancel, conns: make(map[*wireConn]struct{}), rearm: make(chan struct{}, 1)}
 }
 
 func (w *wire) now() int64 { return int64(time.Since(w.epoch)) }
@@ -438,9 +444,34 @@ func (c *wireConn) answered(granted time.Duration, connect bool) {
 	w.mu.Lock()
 	if t > w.contact {
 		w.contact = t
+		if w.contactWatched {
+			w.contactWatched = false
+			w.wakeClock()
+		}
 	}
-	if connect {
+	if connect && granted != w.granted {
 		w.granted = granted
+		w.wakeClock()
 	}
 	w.mu.Unlock()
+}
+
+// watchContact makes the next answer sent after seen wake the loss clock,
+// or wakes it at once if one came already.
+func (w *wire) watchContact(seen time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.epoch.Add(time.Duration(w.contact)).After(seen) {
+		w.wakeClock()
+		return
+	}
+	w.contactWatched = true
+}
+
+// wakeClock asks the loss clock to compute its nap again; it never blocks.
+func (w *wire) wakeClock() {
+	select {
+	case w.rearm <- struct{}{}:
+	default: // a wake-up is pending already
+	}
 }

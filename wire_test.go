@@ -156,6 +156,42 @@ func TestPureWireRepliesAdvanceContact(t *testing.T) {
 	assert.Equal(t, int64(40), c.w.contact)
 }
 
+// The wire wakes the loss clock when a grant arrives or changes (a nap
+// computed before may outlast the deadline), and on the first answer after
+// the clock asked to hear of resumed contact; not otherwise.
+func TestPureWireWakesTheLossClock(t *testing.T) {
+	woken := func(c *wireConn) bool {
+		select {
+		case <-c.w.rearm:
+			return true
+		default:
+			return false
+		}
+	}
+	c := testConn(10, 20, 30, 40, 50)
+	require.NoError(t, c.parse(connectResponse(2000, 1)))
+	assert.True(t, woken(c), "the first grant")
+	require.NoError(t, c.parse(reply(1)))
+	assert.False(t, woken(c), "an answer nobody watches for")
+	c.w.watchContact(c.w.epoch.Add(20))
+	assert.False(t, woken(c), "no answer since")
+	require.NoError(t, c.parse(reply(2)))
+	assert.True(t, woken(c), "contact resumed")
+	require.NoError(t, c.parse(reply(3)))
+	assert.False(t, woken(c), "one wake-up per watch")
+	c.w.watchContact(c.w.epoch.Add(20))
+	assert.True(t, woken(c), "an answer came after what the clock saw: at once")
+
+	c = testConn(10, 20)
+	c.w.granted = 2 * time.Second
+	require.NoError(t, c.parse(connectResponse(2000, 1)))
+	assert.False(t, woken(c), "the same grant again")
+	c = testConn(10)
+	c.w.granted = 10 * time.Second
+	require.NoError(t, c.parse(connectResponse(2000, 1)))
+	assert.True(t, woken(c), "a smaller grant")
+}
+
 func TestPureWireNotificationsAnswerNothing(t *testing.T) {
 	c := testConn(10, 20)
 	require.NoError(t, c.parse(join(connectResponse(4000, 1), notification("/a"), notification("/b"))))
