@@ -67,3 +67,13 @@ func SetHookCleanerRead(fn func(p string)) {
 
 // CleanNow runs c's cleanup of lockPath now, as its timer would.
 func CleanNow(c *Client, lockPath string) { c.cleaner.clean(lockPath) }
+
+// SetHookAfterCreate runs fn between a create's reply and the reading of its
+// session (a pause at the worst moment); nil removes it.
+func SetHookAfterCreate(fn func()) {
+	if fn == nil {
+		testHookAfterCreate.Store(nil)
+		return
+	}
+	testHookAfterCreate.Store(&fn)
+}

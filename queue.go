@@ -193,10 +193,21 @@ func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte) (<-chan 
 		sent = c.wire.expect(guid)
 	}
 	created := goCall(c, func() (createdNode, error) {
+		before := c.conn.SessionID()
 		name, err := c.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.opts.acl)
-		// A reply arrives on the connection's session of the moment: a
-		// session change needs a reconnect, which fails pending requests.
+		if hook := testHookAfterCreate.Load(); hook != nil {
+			(*hook)()
+		}
+		// A reply arrives on the connection's session of the moment (a
+		// session change needs a reconnect, which fails pending requests),
+		// but the session is read after the reply: if it changed meanwhile,
+		// which session the node belongs to is unknown. Then the node is
+		// looked for as after a lost reply, and adopted only if the live
+		// session owns it.
 		n := createdNode{name: name, session: c.conn.SessionID()}
+		if err == nil && n.session != before {
+			return createdNode{}, fmt.Errorf("zklock: the session changed while a create was out: %w", zk.ErrConnectionClosed)
+		}
 		if sent != nil {
 			// The wire parsed the reply before go-zookeeper read it: its
 			// zxid, the create's, is the node's creation zxid.
@@ -234,6 +245,10 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// testHookAfterCreate, set only by tests, runs between a create's reply and
+// the reading of its session.
+var testHookAfterCreate atomic.Pointer[func()]
 
 // lostReply stands for a create whose reply was lost.
 func lostReply() <-chan result[createdNode] {

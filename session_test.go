@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,4 +120,42 @@ func TestNewClientOnCallersConnection(t *testing.T) {
 	require.NoError(t, c.Close())
 	_, _, err = conn.Exists("/")
 	require.NoError(t, err, "Close leaves the caller's connection open")
+}
+
+// The create's reply arrives on its session, but the session is read after
+// it. The interleaving: between the two, the session expires and a new one
+// opens (a pause). The node belongs to the expired session and is gone; the
+// waiter must not take it for the new session's node (then it would find
+// it "deleted by someone else", or, on a follower that has not yet applied
+// the expiry, hold on a dead node). It looks for it, finds none of the live
+// session, and queues again: Acquire succeeds on a node the live session owns.
+func TestCreateWhoseSessionExpiredBeforeItsSessionWasRead(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	wc := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(time.Second))
+	require.NoError(t, zklock.EnsureParents(ctxTimeout(t, 5*time.Second), wc, p)) // the create succeeds at once
+	first := wc.Conn().SessionID()
+	var once sync.Once
+	zklock.SetHookAfterCreate(func() {
+		once.Do(func() {
+			proxy.Stall()
+			waitChildren(t, obs, p, 0) // the server expired the session and its node
+			proxy.Resume()
+			proxy.Cut()
+			eventually(t, "a new session", func() bool {
+				s := wc.Conn().SessionID()
+				return s != 0 && s != first
+			})
+		})
+	})
+	t.Cleanup(func() { zklock.SetHookAfterCreate(nil) })
+	l, err := mustMutex(t, wc, p).Acquire(ctxTimeout(t, 30*time.Second))
+	require.NoError(t, err)
+	ok, stat, err := obs.Exists(l.Node())
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, wc.Conn().SessionID(), stat.EphemeralOwner, "the lease's node is the live session's")
+	require.NoError(t, l.Err())
+	require.NoError(t, l.Release(context.Background()))
 }
