@@ -58,7 +58,7 @@ func (l *Lease) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	case r := <-goCall(c, func() ([]zk.MultiResponse, error) { return c.conn.Multi(all...) }):
 		res, err = r.v, r.err
 	case <-ctx.Done():
-		return nil, unknownOutcome(l.Node(), ctxErr(ctx))
+		return nil, unknownOutcome(l.Node(), c.ctxErr(ctx))
 	case <-l.done:
 		return nil, unknownOutcome(l.Node(), l.Err())
 	case <-c.closing:

@@ -120,7 +120,7 @@ func (l *Lease) Token(ctx context.Context) (int64, error) {
 	select {
 	case <-l.q.fetched:
 	case <-ctx.Done():
-		return 0, ctxErr(ctx)
+		return 0, l.c.ctxErr(ctx)
 	case <-l.done:
 		if !isDone(l.q.fetched) {
 			return 0, l.Err()

@@ -87,7 +87,7 @@ func (ml *MultiLock) acquire(ctx context.Context, try bool) (*Lease, error) {
 		case !ml.c.opts.requeue:
 			return nil, err // WithRequeueOnExpiry(false): the loss is the caller's to see
 		case ctx.Err() != nil:
-			return nil, ctxErr(ctx) // no new attempt past the deadline
+			return nil, ml.c.ctxErr(ctx) // no new attempt past the deadline
 		}
 		// A part was lost (its session expired, say) while the later ones
 		// were taken: start again from the first path. Taking the lost one

@@ -32,8 +32,9 @@ func (m *Mutex) Path() string { return m.path }
 
 // Acquire blocks until the caller holds the lock and returns its Lease. A
 // ctx deadline is the timeout. When ctx ends first, Acquire returns an error
-// matching context.DeadlineExceeded or context.Canceled (and ErrUnreachable
-// if ZooKeeper could not be reached meanwhile). When ZooKeeper answers, its
+// matching context.DeadlineExceeded or context.Canceled, and also
+// ErrUnreachable if the client had no working connection to ZooKeeper when
+// ctx ended (an outage is not contention). When ZooKeeper answers, its
 // queue node has been deleted before it returns, which takes one round trip
 // and at most the cleanup timeout (WithCleanupTimeout); when it does not,
 // Acquire returns at the deadline and the delete goes on in the background
@@ -113,7 +114,7 @@ func (c *Client) acquireQueued(ctx context.Context, a ask) (*Lease, error) {
 			// The give-up of the node that went may have used the cleanup
 			// timeout past the deadline already: a new create would wait
 			// for its own outcome as long again.
-			return nil, ctxErr(ctx)
+			return nil, c.ctxErr(ctx)
 		}
 		c.log.Info("zklock: queue node gone while waiting; queueing again at the back", "path", a.path, "why", err)
 	}

@@ -144,7 +144,7 @@ func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan 
 		case res = <-created:
 		case <-ctx.Done():
 			c.abandonCreate(q, created)
-			return createdNode{}, nil, ctxErr(ctx)
+			return createdNode{}, nil, c.ctxErr(ctx)
 		case <-c.closing:
 			c.abandonCreate(q, created)
 			return createdNode{}, nil, ErrClosed

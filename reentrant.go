@@ -80,7 +80,7 @@ func (r *ReentrantMutex) acquire(ctx context.Context) (*Lease, error) {
 			case <-next.wait:
 				continue
 			case <-ctx.Done():
-				return nil, ctxErr(ctx)
+				return nil, r.c.ctxErr(ctx)
 			}
 		case next.nested != nil:
 			return r.checkNested(key, next.nested)

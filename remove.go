@@ -138,7 +138,7 @@ func (c *Client) removeWithin(ctx context.Context, q *queueNode, ended <-chan st
 	case <-ended:
 		return removedUnknown, errLeaseEnded
 	case <-ctx.Done():
-		return removedUnknown, ctxErr(ctx)
+		return removedUnknown, c.ctxErr(ctx)
 	}
 }
 

@@ -188,7 +188,7 @@ func await[T any](ctx context.Context, c *Client, ch <-chan result[T]) (T, error
 		return r.v, r.err
 	case <-ctx.Done():
 		var zero T
-		return zero, ctxErr(ctx)
+		return zero, c.ctxErr(ctx)
 	case <-c.closing:
 		var zero T
 		return zero, ErrClosed
@@ -200,8 +200,31 @@ func call[T any](ctx context.Context, c *Client, fn func() (T, error)) (T, error
 	return await(ctx, c, goCall(c, fn))
 }
 
-// ctxErr is why ctx ended, as zklock returns it.
-func ctxErr(ctx context.Context) error { return fmt.Errorf("zklock: %w", ctxCause(ctx)) }
+// ctxErr is why ctx ended, as zklock returns it. A ctx that ended while
+// the client was out of contact with ZooKeeper ended for want of ZooKeeper,
+// not of the lock: the error then matches ErrUnreachable as well, so an
+// outage never reads as contention. Every wait ctx can end reports it so.
+func (c *Client) ctxErr(ctx context.Context) error {
+	if c.outOfContact() {
+		return fmt.Errorf("%w: %w", ErrUnreachable, ctxCause(ctx))
+	}
+	return fmt.Errorf("zklock: %w", ctxCause(ctx))
+}
+
+// outOfContact reports that the client has no working connection now: the
+// connection has no session (dropped, reconnecting, refused), or, where the
+// wire sees replies, nothing sent in the last half of the granted session
+// timeout was answered, though a live connection pings every third of it.
+func (c *Client) outOfContact() bool {
+	if c.conn.State() != zk.StateHasSession {
+		return true
+	}
+	if c.wire == nil {
+		return false
+	}
+	contact, granted := c.wire.lastContact()
+	return granted > 0 && time.Since(contact) > granted/2
+}
 
 // ctxCause is ctx's error, with its cause when one was given.
 func ctxCause(ctx context.Context) error {

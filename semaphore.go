@@ -138,7 +138,7 @@ func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error
 		case !gone, !s.c.opts.requeue:
 			return nil, err
 		case ctx.Err() != nil:
-			return nil, ctxErr(ctx)
+			return nil, s.c.ctxErr(ctx)
 		}
 		s.c.log.Info("zklock: semaphore lease gone while waiting; taking the turnstile again", "path", s.path)
 	}

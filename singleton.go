@@ -162,7 +162,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return ctxErr(ctx)
+		return c.ctxErr(ctx)
 	case <-c.closing:
 		return ErrClosed
 	}

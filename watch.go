@@ -272,7 +272,7 @@ func (c *Client) nextEvent(ctx context.Context, q *queueNode, ch <-chan zk.Event
 	case <-q.sess.lost:
 		return zk.Event{}, errSessionOver
 	case <-ctx.Done():
-		return zk.Event{}, ctxErr(ctx)
+		return zk.Event{}, c.ctxErr(ctx)
 	case <-c.closing:
 		return zk.Event{}, ErrClosed
 	case <-c.connEnded:

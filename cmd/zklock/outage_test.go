@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock/zktest"
 )
 
 // An unreachable ZooKeeper, from the command line: the cause is named, an
@@ -102,4 +105,26 @@ func TestOutageTryGivesUpFast(t *testing.T) {
 	require.Equal(t, exitUnavailable, code, stderr)
 	require.Less(t, took, tryConnectTimeout+2*time.Second)
 	t.Logf("--try against a silent server: exit %d after %v", code, took.Round(time.Millisecond))
+}
+
+// --timeout behind a holder, with ZooKeeper going away mid-wait (the
+// connection reset, new ones refused): an outage (69), not a busy lock (75).
+// The waiter's node goes with its session.
+func TestOutageMidWaitWithTimeoutIsNotContention(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	m, err := c.NewMutex(path)
+	require.NoError(t, err)
+	_, err = m.Acquire(context.Background()) // held until c closes
+	require.NoError(t, err)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	p := start(t, "exec", "--servers", proxy.Addr(), "--session-timeout", "2s", "--timeout", "8s", path, "--", "true")
+	waitQueue(t, c, path, 2)
+	proxy.Block(true)
+	proxy.Cut()
+	code := p.wait(t, 20*time.Second)
+	require.Equal(t, exitUnavailable, code, p.errText())
+	require.Contains(t, p.errText(), "lost contact with ZooKeeper")
+	proxy.Block(false)
+	waitQueue(t, c, path, 1)
 }
