@@ -55,7 +55,9 @@ type Client struct {
 // second to close the attempt), whatever the server does (it may refuse the
 // connection, accept it and never answer, or answer with something that is
 // not ZooKeeper). That error matches ErrUnreachable
-// and names the last cause. A malformed server list fails at once with
+// and names the last cause. A cause that no retry changes (a server
+// certificate not trusted or not valid for its name, a client certificate
+// the server refuses) ends Connect at once, once every server has given it. A malformed server list fails at once with
 // ErrInvalidOption, as does a WithFollowerLag too large for the session
 // timeout the server granted. Close the client to end the session.
 //
@@ -81,25 +83,15 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	if chroot != "" {
 		w.chroot = newChroot(chroot)
 	}
-	// The callback sees every event (the channel drops some when full); it
-	// may fire before Connect has built the client.
 	var client atomic.Pointer[Client]
-	conn, events, err := zk.Connect(addrs, o.sessionTimeout,
-		zk.WithDialer(w.dial),
-		zk.WithLogger(slogAdapter{o.logger}),
-		zk.WithLogInfo(false),
-		zk.WithEventCallback(func(ev zk.Event) {
-			if c := client.Load(); c != nil {
-				c.onEvent(ev)
-			}
-		}))
+	conn, events, err := zkConnect(addrs, w, o, &client)
 	if err != nil {
 		return nil, fmt.Errorf("zklock: connect: %w", err)
 	}
 	c := newClient(conn, true, w, o)
 	client.Store(c)
 	go c.eventLoop(events, false)
-	_, err = c.liveSession(cctx)
+	err = c.firstSession(cctx)
 	if err == nil {
 		err = c.checkFollowerLag()
 	}
@@ -115,6 +107,22 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		return nil, connectError(addrs, err, cause)
 	}
 	return c, nil
+}
+
+// zkConnect starts go-zookeeper on addrs, dialling through w. The callback
+// sees every event (the channel drops some when full); it may fire before
+// Connect has stored the client.
+func zkConnect(addrs []string, w *wire, o options, client *atomic.Pointer[Client]) (*zk.Conn, <-chan zk.Event, error) {
+	return zk.Connect(addrs, o.sessionTimeout,
+		zk.WithDialer(w.dial),
+		zk.WithHostProvider(hostRounds{zk.NewDNSHostProvider(), w}),
+		zk.WithLogger(slogAdapter{o.logger}),
+		zk.WithLogInfo(false),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if c := client.Load(); c != nil {
+				c.onEvent(ev)
+			}
+		}))
 }
 
 // connectError says why Connect failed: where it tried, what ended the wait,

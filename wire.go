@@ -48,11 +48,12 @@ type wire struct {
 	tls         *tls.Config // WithTLS: every connection is TLS, the handshake done in dial
 	chroot      *chroot     // the connect string's chroot, nil for none
 	handshaking string      // the address of a TLS handshake under way, "" for none
+	refused     refusals    // permanent failures per address (refusal.go)
 }
 
 func newWire() *wire {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &wire{epoch: time.Now(), ctx: ctx, cancel: cancel, conns: make(map[*wireConn]struct{}), rearm: make(chan struct{}, 1)}
+	return &wire{epoch: time.Now(), ctx: ctx, cancel: cancel, conns: make(map[*wireConn]struct{}), rearm: make(chan struct{}, 1), refused: newRefusals()}
 }
 
 func (w *wire) now() int64 { return int64(time.Since(w.epoch)) }
@@ -66,7 +67,7 @@ func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, e
 	raw, err := d.DialContext(w.ctx, network, address)
 	if err != nil {
 		if w.ctx.Err() == nil {
-			w.setErr(err)
+			w.setErr(address, err)
 		}
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, e
 		if nc, err = w.handshake(raw, address, timeout); err != nil {
 			raw.Close()
 			if w.ctx.Err() == nil {
-				w.setErr(err)
+				w.setErr(address, err)
 			}
 			return nil, err
 		}
@@ -83,13 +84,14 @@ func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, e
 	if w.chroot != nil {
 		nc = newChrootConn(nc, w.chroot)
 	}
-	c := &wireConn{Conn: nc, raw: raw, w: w}
+	c := &wireConn{Conn: nc, raw: raw, w: w, addr: address}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		raw.Close()
 		return nil, errWireClosed
 	}
+	w.refused.outcome(address, nil)
 	w.conns[c] = struct{}{}
 	w.dials++ // before go-zookeeper reads a byte of the new connection
 	return c, nil
@@ -125,9 +127,11 @@ func (w *wire) shutdown() {
 	}
 }
 
-func (w *wire) setErr(err error) {
+// setErr records why a connection to addr failed.
+func (w *wire) setErr(addr string, err error) {
 	w.mu.Lock()
 	w.lastErr = err
+	w.refused.outcome(addr, err)
 	w.mu.Unlock()
 }
 
@@ -148,6 +152,9 @@ var errSilent = errors.New("the server accepted the connection but never answere
 func (w *wire) diagnose() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if isDone(w.refused.hopeless) {
+		return w.refused.cause // the connection it came on may not be closed yet
+	}
 	for c := range w.conns {
 		if c.unanswered() {
 			return errSilent
@@ -230,6 +237,7 @@ type wireConn struct {
 	net.Conn          // what go-zookeeper reads and writes: plaintext frames
 	raw      net.Conn // the socket under TLS and the chroot; nil in tests
 	w        *wire
+	addr     string // the address dialled
 
 	mu      sync.Mutex
 	sent    []int64 // send times of requests not yet answered, oldest first
@@ -316,13 +324,13 @@ func (c *wireConn) fill(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
 		if perr := c.parse(b[:n]); perr != nil {
-			c.w.setErr(perr)
+			c.w.setErr(c.addr, perr)
 			c.closeRaw()
 			return 0, perr
 		}
 	}
 	if err != nil && c.w.ctx.Err() == nil && c.handshakeless() {
-		c.w.setErr(c.w.closedBeforeAnswer(err))
+		c.w.setErr(c.addr, c.w.closedBeforeAnswer(err))
 	}
 	return n, err
 }
