@@ -156,7 +156,9 @@ func (w *wire) diagnose() error {
 		return w.refused.cause // the connection it came on may not be closed yet
 	}
 	for c := range w.conns {
-		if c.unanswered() {
+		// A connection just made (a redial) has not had time to hear
+		// back: the last connection's error, if any, says more.
+		if c.unanswered(w.now()-int64(silentAfter)) || (c.unanswered(w.now()) && w.lastErr == nil) {
 			return errSilent
 		}
 	}
@@ -166,11 +168,16 @@ func (w *wire) diagnose() error {
 	return w.lastErr
 }
 
-// unanswered reports a connection that sent something and got no frame back.
-func (c *wireConn) unanswered() bool {
+// silentAfter is how long a connection's first request must go unanswered
+// before it is called silent when an earlier connection failed otherwise.
+const silentAfter = 250 * time.Millisecond
+
+// unanswered reports a connection that sent something no later than before
+// (on the wire's clock) and got no frame back.
+func (c *wireConn) unanswered(before int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.frames == 0 && len(c.sent) > 0
+	return c.frames == 0 && len(c.sent) > 0 && c.sent[0] <= before
 }
 
 // writeCount is how many packets were written.
