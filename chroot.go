@@ -294,17 +294,22 @@ func isCreate(op int32) bool {
 	return false
 }
 
-// createSeq reads ahead, on a copy of the reader, whether the create whose
-// path starts at in (path, data, ACL, flags) is a sequential one.
-func createSeq(in jreader) bool {
-	in.buf() // path
-	in.buf() // data
+// skipACL skips an ACL list: a count, then perms, scheme and id each.
+func skipACL(in *jreader) {
 	k := in.int32()
 	for i := int32(0); i < k && !in.bad; i++ {
 		in.skip(4) // perms
 		in.buf()   // scheme
 		in.buf()   // id
 	}
+}
+
+// createSeq reads ahead, on a copy of the reader, whether the create whose
+// path starts at in (path, data, ACL, flags) is a sequential one.
+func createSeq(in jreader) bool {
+	in.buf() // path
+	in.buf() // data
+	skipACL(&in)
 	return sequentialFlags(in.int32())
 }
 
@@ -323,12 +328,7 @@ func (r *chroot) multiOp(in *jreader, out *jwriter, typ int32) error {
 	switch typ {
 	case zkOpCreate, zkOpCreate2, zkOpCreateContainer, zkOpCreateTTL:
 		in.buf() // data
-		k := in.int32()
-		for i := int32(0); i < k && !in.bad; i++ {
-			in.skip(4) // perms
-			in.buf()   // scheme
-			in.buf()   // id
-		}
+		skipACL(in)
 		in.skip(4) // flags
 		if typ == zkOpCreateTTL {
 			in.skip(8)
