@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // Contender is one node in a lock's queue.
@@ -51,7 +53,7 @@ func (c *Client) Contenders(ctx context.Context, path string) ([]Contender, erro
 	if err != nil || limit < 1 {
 		return nil, nil // not a semaphore (or gone): nobody queued
 	}
-	cs, err = c.contenders(ctx, path+"/leases")
+	cs, err = c.contenders(ctx, path+"/"+lockpath.Leases)
 	for i := range cs {
 		cs[i].Holder = i < limit
 	}
@@ -73,7 +75,7 @@ func (c *Client) contenders(ctx context.Context, path string) ([]Contender, erro
 	if err != nil {
 		return nil, fmt.Errorf("zklock: list %s: %w", path, err)
 	}
-	nodes := sortedLockNodes(children)
+	nodes := lockpath.Sorted(children)
 	type read struct {
 		data []byte
 		stat *zk.Stat
@@ -81,7 +83,7 @@ func (c *Client) contenders(ctx context.Context, path string) ([]Contender, erro
 	// Send every read at once: go-zookeeper pipelines them on the connection.
 	reads := make([]<-chan result[read], len(nodes))
 	for i, n := range nodes {
-		full := path + "/" + n.name
+		full := path + "/" + n.Name
 		reads[i] = goCall(c, func() (read, error) {
 			data, stat, err := c.conn.Get(full)
 			return read{data, stat}, err
@@ -94,9 +96,9 @@ func (c *Client) contenders(ctx context.Context, path string) ([]Contender, erro
 			continue // left the queue while we looked
 		}
 		if err != nil {
-			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, n.name, err)
+			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, n.Name, err)
 		}
-		ct := Contender{Node: path + "/" + n.name, Sequence: n.seq, Token: r.stat.Czxid, Data: r.data, Reader: n.shared, RevokeRequested: isRevokeRequest(r.data)}
+		ct := Contender{Node: path + "/" + n.Name, Sequence: n.Seq, Token: r.stat.Czxid, Data: r.data, Reader: n.Shared, RevokeRequested: isRevokeRequest(r.data)}
 		ct.Owner, _ = parseOwner(r.data) // not ours: the raw data says what there is
 		out = append(out, ct)
 	}

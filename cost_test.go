@@ -59,7 +59,7 @@ var primitives = []struct {
 	// lease (its own-node watch), and deletes the turnstile.
 	// A writer behind a writer named as Curator's lists before it holds: that
 	// writer may be Curator's, which downgrades by making a reader at its own
-	// place (see mayJoinAhead). kazoo's writer does not downgrade.
+	// place (see internal/lockpath's mayJoinAhead). kazoo's writer does not downgrade.
 	{"write", func(t *testing.T, c *zklock.Client, p string) func(context.Context) (*zklock.Lease, error) {
 		rw, err := c.NewRWMutex(p)
 		require.NoError(t, err)

@@ -67,8 +67,8 @@
 //
 // An Acquire flows through a few files. queue.go creates the queue node
 // (with a GUID, so a create whose reply is lost is found again) and sends the
-// listing in the same round trip; turn.go decides from a listing whether the
-// node holds and which one node it waits for; watch.go waits, watching only
+// listing in the same round trip; internal/lockpath (turn.go) decides from a
+// listing whether the node holds and which one node it waits for; watch.go waits, watching only
 // that node (or, for a semaphore's lease, the path's list), and proves the
 // node still existed when the one ahead went before the lock is granted (from
 // the order of events, or by a read);
@@ -87,6 +87,9 @@
 // the primitives on that core; watch.go also holds how each waits (on one
 // node, or on the path's list for a semaphore's lease); metrics.go is the
 // observation hook; parents.go creates lock paths and cleaner.go
-// removes empty ones; contenders.go lists a queue; path.go and owner.go are
-// the pure rules for names and node records.
+// removes empty ones; contenders.go lists a queue; path.go checks lock paths;
+// owner.go holds the node records. The rules for lock node names (their
+// styles, markers, parsing and order), the turn rules, which recipes may
+// share a path, a semaphore's layout and the Metrics kinds live in the
+// package internal/lockpath, which the CLI uses too.
 package zklock

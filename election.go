@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // ErrNoLeader is returned by Election.Leader when nobody leads.
@@ -32,7 +34,7 @@ var ErrNoLeader = errors.New("zklock: no leader")
 type Election struct {
 	c     *Client
 	path  string
-	style nodeStyle
+	style lockpath.Style
 }
 
 // An ElectionOption configures an Election.
@@ -45,7 +47,7 @@ type ElectionOption func(*Election)
 // nodes, cannot share such a path: a campaign refuses to mix the two
 // (ErrIncompatible).
 func LatchNames() ElectionOption {
-	return func(e *Election) { e.style = latchStyle }
+	return func(e *Election) { e.style = lockpath.LatchStyle }
 }
 
 // NewElection returns an Election on path. It checks the path and does no I/O.
@@ -53,7 +55,7 @@ func (c *Client) NewElection(path string, opts ...ElectionOption) (*Election, er
 	if err := validatePath(path); err != nil {
 		return nil, err
 	}
-	e := &Election{c: c, path: path, style: mutexStyle}
+	e := &Election{c: c, path: path, style: lockpath.MutexStyle}
 	for _, o := range opts {
 		o(e)
 	}
@@ -165,11 +167,11 @@ func (e *Election) readLeader(ctx context.Context, watch bool) (leaderRead, erro
 	case err != nil:
 		return leaderRead{}, err
 	}
-	nodes := sortedLockNodes(children)
+	nodes := lockpath.Sorted(children)
 	if len(nodes) == 0 {
 		return e.noLeader(ctx, watch, false)
 	}
-	node := e.path + "/" + nodes[0].name
+	node := e.path + "/" + nodes[0].Name
 	type read struct {
 		data []byte
 		stat *zk.Stat
@@ -208,7 +210,7 @@ func (e *Election) noLeader(ctx context.Context, watch, pathGone bool) (leaderRe
 			return ch, err
 		}
 		children, _, ch, err := c.conn.ChildrenW(e.path)
-		if err == nil && len(sortedLockNodes(children)) > 0 {
+		if err == nil && len(lockpath.Sorted(children)) > 0 {
 			err = errLookAgain // someone joined meanwhile
 		}
 		if errors.Is(err, zk.ErrNoNode) {

@@ -314,7 +314,7 @@ func (l *Lease) endLocked(err error) {
 	l.state = leaseEnded
 	l.err = err
 	if !l.q.brief { // before Done closes: whoever waits on Done finds the end counted
-		l.c.opts.metrics.Ended(l.q.style.kind, time.Since(l.since), err)
+		l.c.opts.metrics.Ended(l.q.style.Kind, time.Since(l.since), err)
 	}
 	close(l.done)
 	for _, fn := range l.onEnd {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // Metrics receives what a Client observes, for a service to export (the
@@ -40,10 +42,10 @@ type Metrics interface {
 
 // The kinds Metrics reports.
 const (
-	KindMutex     = "mutex" // Mutex, ReentrantMutex and the parts of a MultiLock
-	KindRead      = "read"  // RWMutex readers
-	KindWrite     = "write" // RWMutex writers
-	KindSemaphore = "semaphore"
+	KindMutex     = lockpath.KindMutex     // "mutex": Mutex, ReentrantMutex and the parts of a MultiLock
+	KindRead      = lockpath.KindRead      // "read": RWMutex readers
+	KindWrite     = lockpath.KindWrite     // "write": RWMutex writers
+	KindSemaphore = lockpath.KindSemaphore // "semaphore"
 )
 
 // LossCause names why a lease was lost, for a metric label: "session_expired",

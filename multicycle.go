@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // A wait-for cycle between multi-locks: zklock's MultiLock takes its paths in
@@ -109,11 +111,11 @@ func (k cycleCheck) holderSession() (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	nodes := sortedLockNodes(children)
+	nodes := lockpath.Sorted(children)
 	if len(nodes) == 0 {
 		return 0, false
 	}
-	ok, stat, err := c.conn.Exists(path + "/" + nodes[0].name)
+	ok, stat, err := c.conn.Exists(path + "/" + nodes[0].Name)
 	if err != nil || !ok {
 		return 0, false
 	}
@@ -127,16 +129,16 @@ func (k cycleCheck) queuedBehind(q *queueNode, session int64) bool {
 	if err != nil {
 		return false
 	}
-	var later []lockNode
-	for _, n := range sortedLockNodes(children) {
-		if n.seq > q.seq && len(later) < cycleMaxReads {
+	var later []lockpath.Node
+	for _, n := range lockpath.Sorted(children) {
+		if n.Seq > q.seq && len(later) < cycleMaxReads {
 			later = append(later, n)
 		}
 	}
 	// Pipelined: go-zookeeper sends them all before the first reply.
 	reads := make([]<-chan result[*zk.Stat], len(later))
 	for i, n := range later {
-		node := q.path + "/" + n.name
+		node := q.path + "/" + n.Name
 		reads[i] = goCall(c, func() (*zk.Stat, error) {
 			_, stat, err := c.conn.Exists(node)
 			return stat, err

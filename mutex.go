@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // Mutex is a fair distributed lock on one ZooKeeper path: contenders are
@@ -62,8 +64,8 @@ type ask struct {
 	path      string
 	owner     Owner
 	try       bool // never wait: ErrLocked unless it holds at once
-	style     nodeStyle
-	rule      turnRule
+	style     lockpath.Style
+	rule      lockpath.Rule
 	watchList bool // wait on the list of the path, not on the node rule names (a semaphore's lease)
 	brief     bool // held only for a moment (a semaphore's turnstile): no token read, no own-node watch, no metrics
 	once      bool // report a vanished node instead of queueing again: the primitive decides (a semaphore's lease)
@@ -73,7 +75,7 @@ type ask struct {
 // exclusive is a mutex's ask for the caller of ctx.
 func (c *Client) exclusive(ctx context.Context, path string, try bool) ask {
 	explicit, g := ownerID(ctx)
-	return ask{path: path, owner: c.ownerRecord(explicit, g), try: try, style: mutexStyle, rule: mutexTurn}
+	return ask{path: path, owner: c.ownerRecord(explicit, g), try: try, style: lockpath.MutexStyle, rule: lockpath.MutexTurn}
 }
 
 // acquire runs the recipe: queue, wait for the turn, and turn the node into a
@@ -93,7 +95,7 @@ func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 	start := time.Now()
 	l, err := c.acquireQueued(ctx, a)
 	if !a.brief && !a.quiet {
-		c.opts.metrics.Acquired(a.style.kind, time.Since(start), err)
+		c.opts.metrics.Acquired(a.style.Kind, time.Since(start), err)
 	}
 	return l, err
 }
@@ -131,7 +133,7 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 		return nil, err
 	}
 	if _, none := c.opts.metrics.(noMetrics); children != nil && !none && !a.brief {
-		c.opts.metrics.Queued(a.style.kind, countLockNodes(children)) // a parse of the queue: only when someone listens
+		c.opts.metrics.Queued(a.style.Kind, lockpath.Count(children)) // a parse of the queue: only when someone listens
 	}
 	if err := c.wait(ctx, q, a, children); err != nil {
 		return nil, c.giveUp(q, err)
@@ -155,16 +157,6 @@ func (c *Client) wait(ctx context.Context, q *queueNode, a ask, children []strin
 		w = &listWatcher{c: c}
 	}
 	return c.waitTurn(ctx, q, a.rule, w, children, a.try)
-}
-
-func countLockNodes(children []string) int {
-	n := 0
-	for _, c := range children {
-		if _, ok := parseNode(c); ok {
-			n++
-		}
-	}
-	return n
 }
 
 // testHookBeforeLease, set only by tests, runs between the grant and the

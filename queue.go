@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // This file holds the queue node's life: the protected create, the listing
@@ -29,7 +31,7 @@ type queueNode struct {
 	seq   int64
 	sess  *session
 	owner Owner
-	style nodeStyle
+	style lockpath.Style
 	brief bool // a semaphore's turnstile: not reported to Metrics
 
 	startOnce sync.Once     // one background read at most
@@ -104,7 +106,7 @@ func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode,
 		return nil, nil, err
 	}
 	q.name = node.name[len(lockPath)+1:]
-	q.seq, _ = parseSeq(q.name)
+	q.seq, _ = lockpath.Seq(q.name)
 	q.createZxid = node.czxid
 	// The node belongs to the session the create ran in, which need not be
 	// the one the caller started with: go-zookeeper sends a request queued
@@ -134,7 +136,7 @@ func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode,
 // create whose reply was lost. It returns the node's full path and session,
 // and the listing sent right behind the create, if any.
 func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan result[[]string], error) {
-	prefix := q.path + "/" + q.style.prefix(q.guid)
+	prefix := q.path + "/" + q.style.Prefix(q.guid)
 	data := q.owner.marshal()
 	r := c.retrier(ctx, q.sess)
 	for {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // Which children a zklock node may share a path with, per way of naming it.
@@ -23,24 +25,24 @@ func TestPureCheckRecipe(t *testing.T) {
 	kazooLease := "e3b0c44298fc1c149afbf4c8996fb924"
 	latch := "_c_8d2b0a4e-1f3c-4a5b-9c6d-7e8f9a0b1c2d-latch-0000000009"
 	tests := []struct {
-		style   nodeStyle
+		style   lockpath.Style
 		ok      []string
 		refused []string
 	}{
-		{mutexStyle, []string{mutex, curatorMutex, zkLock, kazooLock}, []string{read, write, kazooReader, lease, latch, "locks", "leases", kazooLease, "child"}},
-		{latchStyle, []string{latch, "_c_" + g + "-latch-0000000010"}, []string{mutex, curatorMutex, kazooLock, read, kazooReader, lease, "locks", kazooLease}},
-		{curatorRead, []string{read, write}, []string{mutex, kazooLock, kazooReader, lease, "locks", kazooLease}},
-		{curatorWrite, []string{read, write}, []string{mutex, kazooLock, kazooReader, lease, "leases", kazooLease}},
-		{kazooRead, []string{kazooLock, kazooReader}, []string{mutex, read, write, lease, "locks", kazooLease}},
-		{kazooWrite, []string{kazooLock, kazooReader}, []string{mutex, read, write, lease, "locks", kazooLease}},
-		{semaphoreLease, []string{lease}, []string{mutex, kazooLock, read, write, latch, "locks", kazooLease}},
+		{lockpath.MutexStyle, []string{mutex, curatorMutex, zkLock, kazooLock}, []string{read, write, kazooReader, lease, latch, "locks", "leases", kazooLease, "child"}},
+		{lockpath.LatchStyle, []string{latch, "_c_" + g + "-latch-0000000010"}, []string{mutex, curatorMutex, kazooLock, read, kazooReader, lease, "locks", kazooLease}},
+		{lockpath.CuratorRead, []string{read, write}, []string{mutex, kazooLock, kazooReader, lease, "locks", kazooLease}},
+		{lockpath.CuratorWrite, []string{read, write}, []string{mutex, kazooLock, kazooReader, lease, "leases", kazooLease}},
+		{lockpath.KazooRead, []string{kazooLock, kazooReader}, []string{mutex, read, write, lease, "locks", kazooLease}},
+		{lockpath.KazooWrite, []string{kazooLock, kazooReader}, []string{mutex, read, write, lease, "locks", kazooLease}},
+		{lockpath.SemaphoreLease, []string{lease}, []string{mutex, kazooLock, read, write, latch, "locks", kazooLease}},
 	}
 	for _, tt := range tests {
-		require.NoError(t, checkRecipe("/p", tt.style, tt.ok), "%s kazoo=%v", tt.style.kind, tt.style.kazoo)
+		require.NoError(t, checkRecipe("/p", tt.style, tt.ok), "%+v", tt.style)
 		require.NoError(t, checkRecipe("/p", tt.style, nil))
 		for _, bad := range tt.refused {
 			err := checkRecipe("/p", tt.style, append(append([]string{}, tt.ok...), bad))
-			require.ErrorIs(t, err, ErrIncompatible, "%s kazoo=%v next to %s", tt.style.kind, tt.style.kazoo, bad)
+			require.ErrorIs(t, err, ErrIncompatible, "%+v next to %s", tt.style, bad)
 			assert.Contains(t, err.Error(), "/p holds "+bad)
 			assert.Contains(t, err.Error(), "zklock primitive for this path")
 		}
@@ -66,9 +68,9 @@ func FuzzCheckRecipe(f *testing.F) {
 	f.Add("-2147483648")
 	f.Add("_c_ab-__READ__-2147483648")
 	f.Fuzz(func(t *testing.T, name string) {
-		err := checkRecipe("/p", mutexStyle, []string{name})
-		n, parsed := parseNode(name)
-		joinsMutex := parsed && (n.marker == "-lock-" || n.marker == "__lock__")
+		err := checkRecipe("/p", lockpath.MutexStyle, []string{name})
+		n, parsed := lockpath.Parse(name)
+		joinsMutex := parsed && (n.Marker == "-lock-" || n.Marker == "__lock__")
 		if joinsMutex {
 			require.NoError(t, err)
 			return

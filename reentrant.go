@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"sync"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // ReentrantMutex is a fair lock that its owner may take again while holding
@@ -151,7 +153,7 @@ func (r *ReentrantMutex) checkNested(key string, h *hold) (*Lease, error) {
 // first queues for the lock with the owner's fresh hold h.
 func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explicit string, g int64) (*Lease, error) {
 	c := r.c
-	l, err := c.acquire(ctx, ask{path: r.path, owner: c.ownerRecord(explicit, g), style: mutexStyle, rule: mutexTurn})
+	l, err := c.acquire(ctx, ask{path: r.path, owner: c.ownerRecord(explicit, g), style: lockpath.MutexStyle, rule: lockpath.MutexTurn})
 	c.holds.mu.Lock()
 	defer c.holds.mu.Unlock()
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"path"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // Revocation is a request to a holder to release, made by writing a fixed
@@ -69,10 +71,10 @@ func (c *Client) AskToRelease(ctx context.Context, node string) error {
 	if err := validatePath(node); err != nil {
 		return err
 	}
-	if _, ok := parseNode(path.Base(node)); !ok {
+	if _, ok := lockpath.Parse(path.Base(node)); !ok {
 		return fmt.Errorf("%w %q: not a lock node (ask a holder's node, from Contenders)", ErrInvalidPath, node)
 	}
-	if recipeOf(path.Base(node)) == latchRecipe {
+	if lockpath.IsLatch(path.Base(node)) {
 		// Curator's LeaderLatch has no revocation, and the request would
 		// replace the participant id its getLeader reports.
 		return fmt.Errorf("%w: %q is a leader latch's node, and a latch cannot be asked to release", ErrInvalidArgument, node)

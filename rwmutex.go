@@ -1,6 +1,10 @@
 package zklock
 
-import "context"
+import (
+	"context"
+
+	"github.com/zklock/zklock/internal/lockpath"
+)
 
 // RWMutex is a fair distributed reader/writer lock on one ZooKeeper path:
 // any number of readers hold it together, a writer holds it alone. Requests
@@ -21,8 +25,8 @@ import "context"
 type RWMutex struct {
 	c     *Client
 	path  string
-	read  nodeStyle
-	write nodeStyle
+	read  lockpath.Style
+	write lockpath.Style
 }
 
 // RWOption configures an RWMutex.
@@ -34,7 +38,7 @@ type RWOption func(*RWMutex)
 // InterProcessReadWriteLock orders kazoo's names wrongly: a path cannot be
 // shared by Curator and kazoo read/write locks, whatever zklock writes.
 func KazooNames() RWOption {
-	return func(rw *RWMutex) { rw.read, rw.write = kazooRead, kazooWrite }
+	return func(rw *RWMutex) { rw.read, rw.write = lockpath.KazooRead, lockpath.KazooWrite }
 }
 
 // NewRWMutex returns an RWMutex on path. It checks the path and does no I/O.
@@ -42,7 +46,7 @@ func (c *Client) NewRWMutex(path string, opts ...RWOption) (*RWMutex, error) {
 	if err := validatePath(path); err != nil {
 		return nil, err
 	}
-	rw := &RWMutex{c: c, path: path, read: curatorRead, write: curatorWrite}
+	rw := &RWMutex{c: c, path: path, read: lockpath.CuratorRead, write: lockpath.CuratorWrite}
 	for _, o := range opts {
 		o(rw)
 	}
@@ -56,30 +60,30 @@ func (rw *RWMutex) Path() string { return rw.path }
 // Mutex.Acquire does: a ctx deadline is the timeout, and a failed or
 // cancelled call leaves nothing behind.
 func (rw *RWMutex) AcquireRead(ctx context.Context) (*Lease, error) {
-	return opError("acquire-read", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.read, readerTurn, false)))
+	return opError("acquire-read", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.read, lockpath.ReaderTurn, false)))
 }
 
 // TryAcquireRead takes a read lease only if no writer holds or waits ahead;
 // otherwise it returns ErrLocked and leaves nothing behind. Like
 // Mutex.TryAcquire, it waits for ZooKeeper at most ctx or the session timeout.
 func (rw *RWMutex) TryAcquireRead(ctx context.Context) (*Lease, error) {
-	return opError("try-acquire-read", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.read, readerTurn, true)))
+	return opError("try-acquire-read", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.read, lockpath.ReaderTurn, true)))
 }
 
 // AcquireWrite blocks until the caller holds the lock alone, as
 // Mutex.Acquire does.
 func (rw *RWMutex) AcquireWrite(ctx context.Context) (*Lease, error) {
-	return opError("acquire-write", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.write, mutexTurn, false)))
+	return opError("acquire-write", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.write, lockpath.MutexTurn, false)))
 }
 
 // TryAcquireWrite takes the write lease only if nobody holds or waits;
 // otherwise it returns ErrLocked and leaves nothing behind. Like
 // Mutex.TryAcquire, it waits for ZooKeeper at most ctx or the session timeout.
 func (rw *RWMutex) TryAcquireWrite(ctx context.Context) (*Lease, error) {
-	return opError("try-acquire-write", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.write, mutexTurn, true)))
+	return opError("try-acquire-write", rw.path)(rw.c.acquire(ctx, rw.ask(ctx, rw.write, lockpath.MutexTurn, true)))
 }
 
-func (rw *RWMutex) ask(ctx context.Context, style nodeStyle, rule turnRule, try bool) ask {
+func (rw *RWMutex) ask(ctx context.Context, style lockpath.Style, rule lockpath.Rule, try bool) ask {
 	a := rw.c.exclusive(ctx, rw.path, try)
 	a.style, a.rule = style, rule
 	return a

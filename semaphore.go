@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // Semaphore lets at most N holders hold leases on one path at once, served
@@ -47,7 +49,7 @@ func (c *Client) NewSemaphore(path string, n int) (*Semaphore, error) {
 	if n < 1 || n > 1<<20 {
 		return nil, fmt.Errorf("%w: semaphore limit %d on %s (must be 1..1048576)", ErrInvalidArgument, n, path)
 	}
-	inner, err := c.NewMutex(path + "/locks")
+	inner, err := c.NewMutex(path + "/" + lockpath.Turnstile)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +83,7 @@ func (s *Semaphore) Holders(ctx context.Context) ([]Contender, error) {
 	return cs, err
 }
 
-func (s *Semaphore) leasesPath() string { return s.path + "/leases" }
+func (s *Semaphore) leasesPath() string { return s.path + "/" + lockpath.Leases }
 
 func (s *Semaphore) acquire(ctx context.Context, try bool) (*Lease, error) {
 	if try {
@@ -123,7 +125,7 @@ func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error
 			return nil, errors.Join(err, s.leaveTurnstile(ctx, turnstile))
 		}
 		a := s.c.exclusive(ctx, s.leasesPath(), try)
-		a.style, a.rule, a.watchList, a.once, a.quiet = semaphoreLease, slotsTurn(s.n), true, true, true
+		a.style, a.rule, a.watchList, a.once, a.quiet = lockpath.SemaphoreLease, lockpath.SlotsTurn(s.n), true, true, true
 		l, err := s.c.acquire(ctx, a)
 		if terr := s.leaveTurnstile(ctx, turnstile); terr != nil {
 			if l != nil {
@@ -154,17 +156,6 @@ func (s *Semaphore) leaveTurnstile(ctx context.Context, turnstile *Lease) error 
 		return nil
 	}
 	return fmt.Errorf("zklock: semaphore %s: turnstile node %s stays until the session ends (its delete was refused): %w", s.path, turnstile.Node(), err)
-}
-
-// slotsTurn is the rule of a semaphore of n permits: a lease holds while it
-// is among the first n. It is monotone, so at most n ever hold.
-func slotsTurn(n int) turnRule {
-	return func(_ []lockNode, me int) (bool, int) {
-		if me < n {
-			return true, -1
-		}
-		return false, me - n
-	}
 }
 
 // checkLimit makes sure path stores this semaphore's limit: it creates path

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 // This file holds the wait for a queue node's turn.
@@ -24,10 +26,10 @@ var (
 //
 // With try set it never waits: ErrLocked if q does not hold at once.
 // errSessionOver or errNodeDeleted: q is gone.
-func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule turnRule, w watcher, children []string, try bool) error {
+func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule lockpath.Rule, w watcher, children []string, try bool) error {
 	r := c.retrier(ctx, q.sess)
-	var before []lockNode // the nodes ahead at the last listing
-	joined := false       // a node joined ahead since a listing: list before holding
+	var before []lockpath.Node // the nodes ahead at the last listing
+	joined := false            // a node joined ahead since a listing: list before holding
 	for {
 		var err error
 		if children == nil {
@@ -37,14 +39,14 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule turnRule, w wa
 			err = checkRecipe(q.path, q.style, children) // on every listing: a peer may come later
 		}
 		if err == nil {
-			t := readTurn(rule, children, q.name)
+			t := lockpath.ReadTurn(rule, children, q.name)
 			children = nil
-			joined = joined || (before != nil && joinedAhead(before, t.ahead))
-			before, t.last = t.ahead, t.last && !joined
+			joined = joined || (before != nil && lockpath.JoinedAhead(before, t.Ahead))
+			before, t.Last = t.Ahead, t.Last && !joined
 			switch {
-			case !t.present:
+			case !t.Present:
 				return c.goneReason(q)
-			case t.holds:
+			case t.Holds:
 				return nil // the listing was made after q existed
 			case try:
 				return ErrLocked
@@ -71,7 +73,7 @@ type watcher interface {
 	list(ctx context.Context, q *queueNode) ([]string, error)
 	// wait returns once something that may change t happened
 	// (errLookAgain), or nil when it proves the lock is q's.
-	wait(ctx context.Context, q *queueNode, t turn) error
+	wait(ctx context.Context, q *queueNode, t lockpath.Turn) error
 }
 
 // nodeWatcher watches the one node a waiter waits for.
@@ -85,8 +87,8 @@ func (w nodeWatcher) list(ctx context.Context, q *queueNode) ([]string, error) {
 	return children, w.c.listError(q, err)
 }
 
-func (w nodeWatcher) wait(ctx context.Context, q *queueNode, t turn) error {
-	return w.c.waitPred(ctx, q, q.path+"/"+t.blocker, t.last)
+func (w nodeWatcher) wait(ctx context.Context, q *queueNode, t lockpath.Turn) error {
+	return w.c.waitPred(ctx, q, q.path+"/"+t.Blocker, t.Last)
 }
 
 // listWatcher lists with a child watch and waits for it to fire: any lease
@@ -110,7 +112,7 @@ func (w *listWatcher) list(ctx context.Context, q *queueNode) ([]string, error) 
 	return l.children, w.c.listError(q, err)
 }
 
-func (w *listWatcher) wait(ctx context.Context, q *queueNode, _ turn) error {
+func (w *listWatcher) wait(ctx context.Context, q *queueNode, _ lockpath.Turn) error {
 	ch := w.changed
 	w.changed = nil
 	if ch == nil {

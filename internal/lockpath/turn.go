@@ -1,11 +1,11 @@
-package zklock
+package lockpath
 
 // This file holds the pure part of waiting: deciding, from a listing of the
 // lock path, whether a node holds and which node it must wait for. Primitives
-// differ only in their turnRule; the queue node's life (queue.go) and the
-// wait (watch.go) are shared.
+// differ only in their Rule; the queue node's life (zklock's queue.go) and
+// the wait (its watch.go) are shared.
 
-// turnRule decides for the node at index me of nodes (lock nodes in queue
+// Rule decides for the node at index me of nodes (lock nodes in queue
 // order) whether it holds, and if not, the index of the one node it waits for
 // (its watch). A mutex holds when first and waits for the node just ahead; a
 // read lock would wait only for the nearest write node ahead; a semaphore of
@@ -15,40 +15,51 @@ package zklock
 // A rule must be monotone: removing nodes ahead of me never turns a holder
 // into a waiter. Then, where nobody can join ahead, a waiter whose blocker
 // was the last thing between it and the lock holds once the blocker is gone,
-// without listing again (see turn.last and mayJoinAhead).
-type turnRule func(nodes []lockNode, me int) (holds bool, blocker int)
+// without listing again (see Turn.Last and mayJoinAhead).
+type Rule func(nodes []Node, me int) (holds bool, blocker int)
 
-// mutexTurn is the rule of an exclusive lock: first come, first served.
-func mutexTurn(nodes []lockNode, me int) (bool, int) {
+// MutexTurn is the rule of an exclusive lock: first come, first served.
+func MutexTurn(nodes []Node, me int) (bool, int) {
 	if me == 0 {
 		return true, -1
 	}
 	return false, me - 1
 }
 
-// readerTurn is the rule of a reader: it holds when no writer is ahead, and
+// ReaderTurn is the rule of a reader: it holds when no writer is ahead, and
 // waits only for the nearest writer ahead. So one writer's release wakes
 // exactly the readers between it and the next writer, and a stream of
 // readers arriving after a writer queues behind it (no writer starves). A
-// writer uses mutexTurn: it waits for the node just ahead, reader or writer.
-func readerTurn(nodes []lockNode, me int) (bool, int) {
+// writer uses MutexTurn: it waits for the node just ahead, reader or writer.
+func ReaderTurn(nodes []Node, me int) (bool, int) {
 	for i := me - 1; i >= 0; i-- {
-		if !nodes[i].shared {
+		if !nodes[i].Shared {
 			return false, i
 		}
 	}
 	return true, -1
 }
 
-// turn is what one listing says about a node.
-type turn struct {
-	present bool   // the node is in the listing
-	holds   bool   // it holds the lock
-	blocker string // the name of the node to wait for, when it does not hold
-	// last: the blocker's leaving alone makes it hold, and nobody can join
+// SlotsTurn is the rule of a semaphore of n permits: a lease holds while it
+// is among the first n. It is monotone, so at most n ever hold.
+func SlotsTurn(n int) Rule {
+	return func(_ []Node, me int) (bool, int) {
+		if me < n {
+			return true, -1
+		}
+		return false, me - n
+	}
+}
+
+// Turn is what one listing says about a node.
+type Turn struct {
+	Present bool   // the node is in the listing
+	Holds   bool   // it holds the lock
+	Blocker string // the name of the node to wait for, when it does not hold
+	// Last: the blocker's leaving alone makes it hold, and nobody can join
 	// ahead meanwhile (mayJoinAhead), so no listing is needed then.
-	last  bool
-	ahead []lockNode // the nodes ahead of it, in queue order
+	Last  bool
+	Ahead []Node // the nodes ahead of it, in queue order
 }
 
 // Nobody joins ahead of a waiter where every node is sequential: ZooKeeper
@@ -64,32 +75,32 @@ type turn struct {
 //     of it leaves, without a listing.
 //   - Any peer that makes a node with a number of its own: seen as two nodes
 //     with one number, or as a node ahead of the waiter that an earlier
-//     listing did not have (joinedAhead).
+//     listing did not have (JoinedAhead).
 //
 // mayJoinAhead reports whether, in nodes, a node may appear ahead of the one
 // at me while it waits for the one at b.
-func mayJoinAhead(rule turnRule, nodes []lockNode, me, b int) bool {
-	if !nodes[b].shared && nodes[b].marker == "__WRIT__" {
-		if holds, _ := rule([]lockNode{{shared: true}, {}}, 1); !holds {
+func mayJoinAhead(rule Rule, nodes []Node, me, b int) bool {
+	if !nodes[b].Shared && nodes[b].Marker == "__WRIT__" {
+		if holds, _ := rule([]Node{{Shared: true}, {}}, 1); !holds {
 			return true // a reader ahead would block this waiter
 		}
 	}
 	for i := 1; i <= me; i++ {
-		if nodes[i].seq == nodes[i-1].seq {
+		if nodes[i].Seq == nodes[i-1].Seq {
 			return true
 		}
 	}
 	return false
 }
 
-// joinedAhead reports that ahead holds a name that before, an earlier
+// JoinedAhead reports that ahead holds a name that before, an earlier
 // listing's names ahead of the same waiter, did not: a node joined ahead.
 // Nodes only leave the part of a queue ahead of a waiter, in order, so ahead
 // must be a subsequence of before.
-func joinedAhead(before, ahead []lockNode) bool {
+func JoinedAhead(before, ahead []Node) bool {
 	i := 0
 	for _, n := range ahead {
-		for i < len(before) && before[i].name != n.name {
+		for i < len(before) && before[i].Name != n.Name {
 			i++
 		}
 		if i == len(before) {
@@ -100,30 +111,30 @@ func joinedAhead(before, ahead []lockNode) bool {
 	return false
 }
 
-// readTurn applies rule to a listing for the node called name.
-func readTurn(rule turnRule, children []string, name string) turn {
-	nodes := sortedLockNodes(children)
+// ReadTurn applies rule to a listing for the node called name.
+func ReadTurn(rule Rule, children []string, name string) Turn {
+	nodes := Sorted(children)
 	me := -1
 	for i, n := range nodes {
-		if n.name == name {
+		if n.Name == name {
 			me = i
 			break
 		}
 	}
 	if me < 0 {
-		return turn{}
+		return Turn{}
 	}
 	ahead := nodes[:me]
 	holds, b := rule(nodes, me)
 	if holds {
-		return turn{present: true, holds: true, ahead: ahead}
+		return Turn{Present: true, Holds: true, Ahead: ahead}
 	}
-	without := append(append(make([]lockNode, 0, len(nodes)-1), nodes[:b]...), nodes[b+1:]...)
+	without := append(append(make([]Node, 0, len(nodes)-1), nodes[:b]...), nodes[b+1:]...)
 	after := me
 	if b < me {
 		after--
 	}
 	last, _ := rule(without, after)
 	last = last && !mayJoinAhead(rule, nodes, me, b)
-	return turn{present: true, blocker: nodes[b].name, last: last, ahead: ahead}
+	return Turn{Present: true, Blocker: nodes[b].Name, Last: last, Ahead: ahead}
 }

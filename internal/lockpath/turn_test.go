@@ -1,4 +1,4 @@
-package zklock
+package lockpath
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 )
 
 // bare is t without the nodes ahead, for comparing turns.
-func bare(t turn) turn {
-	t.ahead = nil
+func bare(t Turn) Turn {
+	t.Ahead = nil
 	return t
 }
 
@@ -26,17 +26,17 @@ func lockNames(seqs ...int) []string {
 func TestPureMutexTurn(t *testing.T) {
 	children := append(lockNames(7, 3, 5), "not-a-lock-node")
 	names := lockNames(3, 5, 7)
-	require.Equal(t, turn{present: true, holds: true}, bare(readTurn(mutexTurn, children, names[0])))
-	require.Equal(t, turn{present: true, blocker: names[0], last: true}, bare(readTurn(mutexTurn, children, names[1])),
+	require.Equal(t, Turn{Present: true, Holds: true}, bare(ReadTurn(MutexTurn, children, names[0])))
+	require.Equal(t, Turn{Present: true, Blocker: names[0], Last: true}, bare(ReadTurn(MutexTurn, children, names[1])),
 		"behind the holder: its leaving is enough")
-	require.Equal(t, turn{present: true, blocker: names[1]}, bare(readTurn(mutexTurn, children, names[2])),
+	require.Equal(t, Turn{Present: true, Blocker: names[1]}, bare(ReadTurn(MutexTurn, children, names[2])),
 		"behind a waiter: look again when it goes")
-	require.Equal(t, turn{}, bare(readTurn(mutexTurn, children, lockNames(4)[0])), "absent")
+	require.Equal(t, Turn{}, bare(ReadTurn(MutexTurn, children, lockNames(4)[0])), "absent")
 }
 
 // twoPermits is a semaphore rule of two permits, to show that the shared wait
 // serves other primitives: the first two hold, the rest wait two places ahead.
-func twoPermits(_ []lockNode, me int) (bool, int) {
+func twoPermits(_ []Node, me int) (bool, int) {
 	if me < 2 {
 		return true, -1
 	}
@@ -46,9 +46,9 @@ func twoPermits(_ []lockNode, me int) (bool, int) {
 func TestPureOtherRulesShareTheWait(t *testing.T) {
 	children := lockNames(1, 2, 3, 4)
 	names := children
-	require.True(t, readTurn(twoPermits, children, names[1]).holds)
-	require.Equal(t, turn{present: true, blocker: names[0], last: true}, bare(readTurn(twoPermits, children, names[2])))
-	require.Equal(t, turn{present: true, blocker: names[1]}, bare(readTurn(twoPermits, children, names[3])),
+	require.True(t, ReadTurn(twoPermits, children, names[1]).Holds)
+	require.Equal(t, Turn{Present: true, Blocker: names[0], Last: true}, bare(ReadTurn(twoPermits, children, names[2])))
+	require.Equal(t, Turn{Present: true, Blocker: names[1]}, bare(ReadTurn(twoPermits, children, names[3])),
 		"when its blocker goes it is still third: look again")
 }
 
@@ -57,37 +57,37 @@ func TestPureOtherRulesShareTheWait(t *testing.T) {
 func rwNames(kinds string) []string {
 	out := make([]string, len(kinds))
 	for i, k := range kinds {
-		style := curatorWrite
+		style := CuratorWrite
 		switch {
 		case k == 'r' && i%2 == 0:
-			style = curatorRead
+			style = CuratorRead
 		case k == 'r':
-			style = kazooRead
+			style = KazooRead
 		case i%2 == 1:
-			style = kazooWrite
+			style = KazooWrite
 		}
-		out[i] = fmt.Sprintf("%s%010d", style.prefix(fmt.Sprintf("%032d", i)), i+1)
+		out[i] = fmt.Sprintf("%s%010d", style.Prefix(fmt.Sprintf("%032d", i)), i+1)
 	}
 	return out
 }
 
 // rwRule is the rule a node of kind k follows.
-func rwRule(k byte) turnRule {
+func rwRule(k byte) Rule {
 	if k == 'r' {
-		return readerTurn
+		return ReaderTurn
 	}
-	return mutexTurn
+	return MutexTurn
 }
 
 func TestPureReaderTurn(t *testing.T) {
 	names := rwNames("rrwrrw")
-	turnOf := func(i int) turn { return bare(readTurn(rwRule("rrwrrw"[i]), names, names[i])) }
-	assert.True(t, turnOf(0).holds)
-	assert.True(t, turnOf(1).holds, "readers share")
-	assert.Equal(t, turn{present: true, blocker: names[1]}, turnOf(2), "a writer waits for the node just ahead")
-	assert.Equal(t, turn{present: true, blocker: names[2], last: true}, turnOf(3), "a reader waits for the nearest writer only")
-	assert.Equal(t, turn{present: true, blocker: names[2], last: true}, turnOf(4), "both readers behind the writer wait on it: its release frees both")
-	assert.Equal(t, turn{present: true, blocker: names[4]}, turnOf(5))
+	turnOf := func(i int) Turn { return bare(ReadTurn(rwRule("rrwrrw"[i]), names, names[i])) }
+	assert.True(t, turnOf(0).Holds)
+	assert.True(t, turnOf(1).Holds, "readers share")
+	assert.Equal(t, Turn{Present: true, Blocker: names[1]}, turnOf(2), "a writer waits for the node just ahead")
+	assert.Equal(t, Turn{Present: true, Blocker: names[2], Last: true}, turnOf(3), "a reader waits for the nearest writer only")
+	assert.Equal(t, Turn{Present: true, Blocker: names[2], Last: true}, turnOf(4), "both readers behind the writer wait on it: its release frees both")
+	assert.Equal(t, Turn{Present: true, Blocker: names[4]}, turnOf(5))
 }
 
 // Curator 5.5 downgrades a write lock with a plain ephemeral reader node
@@ -97,27 +97,27 @@ func TestPureReaderTurn(t *testing.T) {
 // kazoo's writer, which has no downgrade.
 func TestPureAWriterThatMayDowngradeIsNeverTheLastNodeAhead(t *testing.T) {
 	names := rwNames("wwr") // Curator writer, kazoo writer, kazoo reader
-	kazooBehind := bare(readTurn(mutexTurn, names, names[1]))
-	assert.False(t, kazooBehind.last, "a writer behind Curator's writer lists before holding")
+	kazooBehind := bare(ReadTurn(MutexTurn, names, names[1]))
+	assert.False(t, kazooBehind.Last, "a writer behind Curator's writer lists before holding")
 	reader := append([]string{names[0]}, names[2])
-	assert.True(t, bare(readTurn(readerTurn, reader, reader[1])).last, "a reader behind a writer holds when it goes")
-	behindKazoo := []string{names[1], fmt.Sprintf("%s%010d", curatorWrite.prefix(fmt.Sprintf("%032d", 9)), 3)}
-	assert.True(t, bare(readTurn(mutexTurn, behindKazoo, behindKazoo[1])).last, "kazoo's writer does not downgrade")
+	assert.True(t, bare(ReadTurn(ReaderTurn, reader, reader[1])).Last, "a reader behind a writer holds when it goes")
+	behindKazoo := []string{names[1], fmt.Sprintf("%s%010d", CuratorWrite.Prefix(fmt.Sprintf("%032d", 9)), 3)}
+	assert.True(t, bare(ReadTurn(MutexTurn, behindKazoo, behindKazoo[1])).Last, "kazoo's writer does not downgrade")
 
 	twin := append(lockNames(1, 2), "_c_ffffffffffffffffffffffffffffffff-lock-0000000001")
-	assert.False(t, readTurn(mutexTurn, twin, twin[1]).last,
+	assert.False(t, ReadTurn(MutexTurn, twin, twin[1]).Last,
 		"two nodes with one number: someone makes nodes with numbers of their own")
 }
 
 func TestPureJoinedAhead(t *testing.T) {
-	nodes := sortedLockNodes(lockNames(1, 2, 3, 4))
-	assert.False(t, joinedAhead(nodes[:3], nodes[:3]))
-	assert.False(t, joinedAhead(nodes[:3], []lockNode{nodes[0], nodes[2]}), "leaving is not joining")
-	assert.False(t, joinedAhead(nodes[:3], nil))
-	stranger := sortedLockNodes(lockNames(2))[0]
-	stranger.name = "_c_ffffffffffffffffffffffffffffffff-lock-0000000002"
-	assert.True(t, joinedAhead(nodes[:3], []lockNode{nodes[0], stranger, nodes[2]}), "a new name ahead")
-	assert.True(t, joinedAhead(nodes[1:3], nodes[:3]), "a node ahead of all of them")
+	nodes := Sorted(lockNames(1, 2, 3, 4))
+	assert.False(t, JoinedAhead(nodes[:3], nodes[:3]))
+	assert.False(t, JoinedAhead(nodes[:3], []Node{nodes[0], nodes[2]}), "leaving is not joining")
+	assert.False(t, JoinedAhead(nodes[:3], nil))
+	stranger := Sorted(lockNames(2))[0]
+	stranger.Name = "_c_ffffffffffffffffffffffffffffffff-lock-0000000002"
+	assert.True(t, JoinedAhead(nodes[:3], []Node{nodes[0], stranger, nodes[2]}), "a new name ahead")
+	assert.True(t, JoinedAhead(nodes[1:3], nodes[:3]), "a node ahead of all of them")
 }
 
 // FuzzRWTurn: in any queue of readers and writers, the holders are either
@@ -162,7 +162,7 @@ func holdersOf(kinds []byte) []int {
 	names := rwNames(string(kinds))
 	var out []int
 	for i := range kinds {
-		if readTurn(rwRule(kinds[i]), names, names[i]).holds {
+		if ReadTurn(rwRule(kinds[i]), names, names[i]).Holds {
 			out = append(out, i)
 		}
 	}
