@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 var breakCmd = &command{
@@ -73,13 +74,13 @@ func runBreak(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		return fail(stderr, exitFailure, "cannot delete %s: %v; check the ACL of the lock nodes", h.Node, err)
 	}
-	fmt.Fprintf(stdout, "broke the lock on %s: deleted the holder's node %s (%s)\n", path, shortNode(h.Node), who)
+	fmt.Fprintf(stdout, "broke the lock on %s: deleted the holder's node %s (%s)\n", path, lockpath.Short(h.Node), who)
 	return exitOK
 }
 
 func describe(c zklock.Contender) string {
 	if !isRecord(c) {
-		return fmt.Sprintf("node %s, not zklock's, data %q", shortNode(c.Node), truncate(string(c.Data), 40))
+		return fmt.Sprintf("node %s, not zklock's, data %q", lockpath.Short(c.Node), truncate(string(c.Data), 40))
 	}
 	return fmt.Sprintf("host %s, pid %d, %s, queued %s ago", c.Owner.Host, c.Owner.PID, ownerName(c.Owner), ago(time.Now(), c.Owner.Since))
 }
@@ -99,6 +100,6 @@ func askHolder(client *zklock.Client, path string, h zklock.Contender, who strin
 	case err != nil:
 		return fail(stderr, exitFailure, "cannot ask %s to release: %s; check the ACL of the lock nodes", h.Node, cause(err))
 	}
-	fmt.Fprintf(stdout, "asked the holder of %s to release: node %s (%s); a holder that does not listen goes on\n", path, shortNode(h.Node), who)
+	fmt.Fprintf(stdout, "asked the holder of %s to release: node %s (%s); a holder that does not listen goes on\n", path, lockpath.Short(h.Node), who)
 	return exitOK
 }

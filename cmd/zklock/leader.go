@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 var leaderCmd = &command{
@@ -125,5 +126,5 @@ func printLeader(w io.Writer, path string, ld zklock.Leader, asJSON bool) {
 	if ld.Owner.Client != "" {
 		who = fmt.Sprintf("host %s pid %d owner %s since %s", ld.Owner.Host, ld.Owner.PID, ownerName(ld.Owner), ld.Owner.Since.Format(time.RFC3339))
 	}
-	fmt.Fprintf(w, "leader of %s: value %q %s token %d node %s\n", path, ld.Value, who, ld.Token, shortNode(ld.Node))
+	fmt.Fprintf(w, "leader of %s: value %q %s token %d node %s\n", path, ld.Value, who, ld.Token, lockpath.Short(ld.Node))
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 var limitCmd = &command{
@@ -61,9 +63,10 @@ func runLimit(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return zkFailed(stderr, path, err)
 	}
-	leases, _, err := conn.Children(path + "/leases")
+	leasesPath := path + "/" + lockpath.Leases
+	leases, _, err := conn.Children(leasesPath)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return zkFailed(stderr, path+"/leases", err)
+		return zkFailed(stderr, leasesPath, err)
 	}
 	limit := strings.TrimSpace(string(data))
 	if limit == "" {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/lockpath"
 )
 
 var statusCmd = &command{
@@ -236,7 +237,7 @@ func printQueue(out io.Writer, path string, cs []zklock.Contender) {
 		} else {
 			owner = "data " + strconv.Quote(truncate(string(c.Data), 24))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", i, role, shortNode(c.Node), c.Token, host, pid, truncate(owner, 32), queued)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", i, role, lockpath.Short(c.Node), c.Token, host, pid, truncate(owner, 32), queued)
 	}
 	tw.Flush()
 }
@@ -333,21 +334,6 @@ func ownerName(o zklock.Owner) string {
 		return "goroutine " + strconv.FormatInt(o.Goroutine, 10)
 	}
 	return "-"
-}
-
-// shortNode drops the lock path and, for the protected names of zklock,
-// Curator and go-zookeeper ("_c_<guid>-lock-<seq>"), the GUID.
-func shortNode(node string) string {
-	name := node[strings.LastIndexByte(node, '/')+1:]
-	if !strings.HasPrefix(name, "_c_") {
-		return name
-	}
-	for _, marker := range []string{"-lock-", "-lease-", "-latch-", "-__READ__", "-__WRIT__"} {
-		if i := strings.LastIndex(name, marker); i > 0 {
-			return name[i+1:]
-		}
-	}
-	return name
 }
 
 func ago(now, t time.Time) string {

@@ -315,21 +315,3 @@ func TestLimitShowAndReset(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	require.Contains(t, out, "limit 3")
 }
-
-// Every lock node name zklock parses is a lock node to the tree walk, and
-// loses its GUID in the listings.
-func TestNodeNamesEveryRecipe(t *testing.T) {
-	for name, short := range map[string]string{
-		"_c_0123456789abcdef0123456789abcdef-lock-0000000001":      "lock-0000000001",
-		"_c_3f1a2b4c-5d6e-7f80-9a0b-1c2d3e4f5a6b-latch-0000000002": "latch-0000000002",
-		"_c_0123456789abcdef0123456789abcdef-lease-0000000003":     "lease-0000000003",
-		"_c_0123456789abcdef0123456789abcdef-__READ__0000000004":   "__READ__0000000004",
-		"_c_0123456789abcdef0123456789abcdef-__WRIT__0000000005":   "__WRIT__0000000005",
-		"0123456789abcdef__lock__0000000006":                       "0123456789abcdef__lock__0000000006",
-		"0123456789abcdef__rlock__-2147483648":                     "0123456789abcdef__rlock__-2147483648",
-	} {
-		require.True(t, lockNodeName.MatchString(name), name)
-		require.Equal(t, short, shortNode("/p/"+name))
-	}
-	require.False(t, lockNodeName.MatchString("config"))
-}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"sync"
@@ -17,18 +16,14 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/lockpath"
 )
-
-// lockNodeName matches the lock node names of zklock, Curator, kazoo and
-// go-zookeeper: a marker, then ZooKeeper's 10-digit sequence.
-var lockNodeName = regexp.MustCompile(`(-lock-|__lock__|__WRIT__|__READ__|__rlock__|-lease-|-latch-)-?[0-9]{10}$`)
 
 // maxTreeNodes bounds the walk of 'status --tree'.
 const maxTreeNodes = 10000
 
 // lockPathsUnder walks the tree under root and returns, sorted, every lock
-// path in it: a node with lock nodes among its children, or a semaphore's
-// path (its children locks and leases). It does not look inside a lock path.
+// path in it (lockpath.IsLockPath). It does not look inside a lock path.
 func lockPathsUnder(ctx context.Context, client *zklock.Client, root string, w *changeWatch) ([]string, error) {
 	conn := client.Conn()
 	var out []string
@@ -50,7 +45,7 @@ func lockPathsUnder(ctx context.Context, client *zklock.Client, root string, w *
 			return nil, err
 		}
 		w.add(p)
-		if isLockPath(children) {
+		if lockpath.IsLockPath(children) {
 			out = append(out, p)
 			continue
 		}
@@ -61,15 +56,6 @@ func lockPathsUnder(ctx context.Context, client *zklock.Client, root string, w *
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-func isLockPath(children []string) bool {
-	for _, c := range children {
-		if c == "leases" || lockNodeName.MatchString(c) {
-			return true
-		}
-	}
-	return false
 }
 
 func join(parent, child string) string {
