@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: test torture bench zk interop demo container
+.PHONY: test test-fast torture bench zk interop demo container
 
 # -p 1: one package's test binary at a time. Each package starts its own
 # ZooKeeper JVMs and the tests rely on 1s session timeouts; running packages
@@ -14,6 +14,12 @@ test: zk interop
 	$(GO) test -race -count=1 -p 1 -timeout 15m ./...
 	cd metrics/zklockprom && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	cd metrics/zklockotel && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+# test-fast runs the tests that need no server (TestPure..., the fuzz
+# targets' seed corpora) in seconds, without Java or ZooKeeper.
+test-fast:
+	$(GO) vet ./...
+	$(GO) test -count=1 -run 'TestPure|Fuzz' ./...
 
 # torture runs the long profile of the randomized fault torture (TestTorture;
 # `make test` runs a one-minute profile). A failing run prints its seed:
