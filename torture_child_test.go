@@ -73,7 +73,7 @@ func TestTortureChild(t *testing.T) {
 		stop()
 	}()
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	c, err := zklock.Connect(cctx, []string{os.Getenv(envChildAddr)}, tortureOptions(os.Getenv(envChildRoot), nil)...)
+	c, err := zklock.Connect(cctx, []string{os.Getenv(envChildAddr)}, tortureOptions(os.Getenv(envChildRoot), tortureSession, nil)...)
 	cancel()
 	if err != nil {
 		t.Fatalf("child: connect: %v", err)

@@ -21,8 +21,10 @@ import (
 // an observer per path, on a client of its own, must end on the last
 // leader (nobody) once the faults have healed and the work has stopped.
 
-// fenceRoot holds one fence node per lock path, outside the cleanup root.
-func (tt *torture) fenceRoot() string { return tt.cfg.root + "-fence" }
+// fenceRoot holds one fence node per lock path, under the torture's root
+// (chroot clients write there too), where no lock path lies; the final
+// check of what is left skips it.
+func (tt *torture) fenceRoot() string { return tt.cfg.root + "/fence" }
 
 func (tt *torture) fenceNode(path string) string {
 	return tt.fenceRoot() + "/" + strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_")
@@ -50,7 +52,7 @@ func (tt *torture) removeFences() {
 // elect campaigns, holds the leadership a while (proclaiming half the time),
 // makes a guarded write, and resigns.
 func (o *op) elect(ctx context.Context) {
-	e, err := o.c.NewElection(o.path)
+	e, err := o.c.NewElection(o.lp(o.path))
 	if err != nil {
 		o.tt.lg.violate("NewElection(%s): %v", o.path, err)
 		return
@@ -79,6 +81,7 @@ func (o *op) elect(ctx context.Context) {
 		pcancel()
 	}
 	o.guardedWrite(l)
+	o.escape(l)
 	o.hold(ctx, l.Done(), hold)
 	o.guardedWrite(l) // after a long hold, often through a fault
 	o.release(r, l.Release)
@@ -99,7 +102,7 @@ func (o *op) guardedWrite(l *zklock.Lease) {
 	prev, _ := strconv.ParseInt(string(data), 10, 64)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	set := &zk.SetDataRequest{Path: fence, Data: []byte(strconv.FormatInt(tok, 10)), Version: stat.Version}
+	set := &zk.SetDataRequest{Path: o.lp(fence), Data: []byte(strconv.FormatInt(tok, 10)), Version: stat.Version}
 	_, err = l.Multi(ctx, set)
 	switch {
 	case err == nil:
@@ -128,7 +131,7 @@ func (tt *torture) startObservers() {
 	proxy := zktest.NewProxy(tt.t, tt.cluster.Addrs()...)
 	ctx, cancel := context.WithTimeout(tt.ctx, time.Minute)
 	defer cancel()
-	c, err := zklock.Connect(ctx, []string{proxy.Addr()}, tortureOptions(tt.cfg.root, nil)...)
+	c, err := zklock.Connect(ctx, []string{proxy.Addr()}, tortureOptions(tt.cfg.root, tortureSession, nil)...)
 	if err != nil {
 		tt.t.Fatalf("observer client: %v", err)
 	}

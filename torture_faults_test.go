@@ -37,6 +37,7 @@ const (
 	fSlowHandler                       // the event handler sleeps while events pour in
 	fCloseWaiting                      // Close a client while it waits
 	fSigstop                           // SIGSTOP the child process, SIGCONT it later
+	fRevokeCut                         // swarm "revoke": a held node's data changed, the re-read cut, the node deleted
 	numFaultKinds
 )
 
@@ -57,6 +58,22 @@ var faultKinds = [numFaultKinds]struct {
 	fSlowHandler:      {"slow_handler", 4},
 	fCloseWaiting:     {"close_waiting", 5},
 	fSigstop:          {"sigstop", 6},
+	fRevokeCut:        {"revoke_cut", 0}, // weighed by the swarm (weights)
+}
+
+// weights are the faults' weights in this run's configuration.
+func (tt *torture) weights() [numFaultKinds]int {
+	var w [numFaultKinds]int
+	for k := range numFaultKinds {
+		w[k] = faultKinds[k].weight
+	}
+	if tt.cfg.sw.revoke {
+		w[fRevokeCut] = 6
+	}
+	if tt.cfg.sw.outage {
+		w[fRestartAll] = 5
+	}
+	return w
 }
 
 func (k faultKind) String() string { return faultKinds[k].name }
@@ -75,15 +92,15 @@ type fault struct {
 	flag   bool
 }
 
-func drawFault(rng *rand.Rand, clients, paths int) fault {
+func drawFault(rng *rand.Rand, weights [numFaultKinds]int, clients, paths int) fault {
 	total := 0
-	for _, k := range faultKinds {
-		total += k.weight
+	for _, w := range weights {
+		total += w
 	}
 	n := rng.IntN(total)
 	kind := faultKind(0)
-	for ; n >= faultKinds[kind].weight; kind++ {
-		n -= faultKinds[kind].weight
+	for ; n >= weights[kind]; kind++ {
+		n -= weights[kind]
 	}
 	return fault{kind: kind, slot: rng.IntN(clients), path: rng.IntN(paths), server: rng.IntN(4) - 1,
 		u1: rng.Float64(), u2: rng.Float64(), flag: rng.IntN(2) == 0}
@@ -93,9 +110,10 @@ func drawFault(rng *rand.Rand, clients, paths int) fault {
 func (tt *torture) schedule(ctx context.Context) {
 	defer tt.bg.Done()
 	rng := rand.New(rand.NewPCG(tt.cfg.seed, 0))
+	weights := tt.weights()
 	for {
 		gap := randDur(rng, 150*time.Millisecond, 900*time.Millisecond)
-		f := drawFault(rng, len(tt.slots), len(tt.cfg.paths))
+		f := drawFault(rng, weights, len(tt.slots), len(tt.cfg.paths))
 		if !sleepCtx(ctx, gap) {
 			return
 		}
@@ -105,6 +123,9 @@ func (tt *torture) schedule(ctx context.Context) {
 
 func (tt *torture) inject(f fault) {
 	switch f.kind {
+	case fRevokeCut:
+		s := tt.slots[f.slot]
+		tt.async(&s.busy, f, func() { tt.revokeCut(s, f) })
 	case fStallShort, fStallLong, fCut, fBlock, fSlowHandler:
 		s := tt.slots[f.slot]
 		tt.async(&s.busy, f, func() { tt.proxyFault(s, f) })
@@ -281,6 +302,9 @@ func (tt *torture) replaceClient(s *slot) {
 func (tt *torture) serverFault(f fault) {
 	servers := tt.cluster.Servers()
 	down := between(f.u1, 300*time.Millisecond, 4*time.Second)
+	if f.kind == fRestartAll && tt.cfg.sw.outage {
+		down = between(f.u1, time.Second, 6*time.Second) // long enough for waits to end in it
+	}
 	if f.kind == fKill {
 		i := f.server
 		if i < 0 {
@@ -303,7 +327,11 @@ func (tt *torture) serverFault(f fault) {
 			tt.t.Errorf("harness: stopping server %d: %v", s.ID(), err)
 		}
 	}
+	stopped := monoNow()
 	time.Sleep(down)
+	if f.kind == fRestartAll {
+		tt.lg.outage(pauseSpan{stop: stopped, cont: monoNow()})
+	}
 	tt.restart(servers)
 	tt.lg.note(fmt.Sprintf("servers %v healthy again", serverIDs(servers)))
 }

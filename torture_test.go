@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -78,6 +79,7 @@ type tortureConfig struct {
 	paths    []string // the contended lock paths (Mutex, ReentrantMutex, Do, RunSingleton, MultiLock)
 	rwPath   string   // the RWMutex's path
 	semPath  string   // the Semaphore's path
+	sw       swarmConfig
 }
 
 // tortureSemLimit is the torture semaphore's N.
@@ -99,12 +101,17 @@ func tortureSettings(t *testing.T) tortureConfig {
 	cfg.root = fmt.Sprintf("/zklock-torture-%d-%d", cfg.seed, os.Getpid())
 	cfg.paths = []string{cfg.root + "/a/lock", cfg.root + "/b/lock", cfg.root + "/deep/c/lock"}
 	cfg.rwPath, cfg.semPath = cfg.root+"/rw/lock", cfg.root+"/sem"
+	sw, err := drawSwarm(cfg.seed, cfg.clients, *tortureSwarm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.sw = sw
 	return cfg
 }
 
-func tortureOptions(root string, onEvent func(zk.Event)) []zklock.Option {
+func tortureOptions(root string, session time.Duration, onEvent func(zk.Event)) []zklock.Option {
 	opts := []zklock.Option{
-		zklock.WithSessionTimeout(tortureSession),
+		zklock.WithSessionTimeout(session),
 		zklock.WithCleanupDelay(tortureCleanupDelay),
 		zklock.WithCleanupRoot(root),
 		zklock.WithCleanupTimeout(tortureCleanupTimeout),
@@ -117,7 +124,7 @@ func tortureOptions(root string, onEvent func(zk.Event)) []zklock.Option {
 
 func TestTorture(t *testing.T) {
 	cfg := tortureSettings(t)
-	t.Logf("torture: seed=%d duration=%v clients=%d (replay: -torture.seed=%d)", cfg.seed, cfg.duration, cfg.clients, cfg.seed)
+	t.Logf("torture: seed=%d duration=%v clients=%d %v (replay: -torture.seed=%d -torture.clients=%d; the configuration is drawn from the seed)", cfg.seed, cfg.duration, cfg.clients, cfg.sw, cfg.seed, cfg.clients)
 	baseline := goleak.IgnoreCurrent()
 	tt := newTorture(t, cfg)
 	tt.run()
@@ -151,6 +158,7 @@ type torture struct {
 	obsBusy    atomic.Bool    // a hand deletion is under way
 	verdict    verdict
 
+	peer           *curatorPeer   // torture_swarm_test.go's; nil unless the swarm draws it
 	observerClient *zklock.Client // torture_elect_test.go's
 	observerProxy  *zktest.Proxy
 	leaderWatches  []leaderWatch
@@ -165,14 +173,19 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 	} else {
 		// A short container check: each client's cleaner removes only the
 		// paths it created, the server the ones others used last.
-		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(100*time.Millisecond), zktest.WithContainerCheck(200*time.Millisecond), zktest.WithLogf(nil))
+		// The servers grant at most tortureSession (20 ticks, ZooKeeper's
+		// default maximum, made explicit): with the swarm's "granted" on,
+		// clients ask for far more.
+		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(100*time.Millisecond), zktest.WithMaxSessionTimeout(tortureSession),
+			zktest.WithContainerCheck(200*time.Millisecond), zktest.WithLogf(nil))
 	}
 	tt.obs = tortureObserver(t, tt.cluster.Addrs())
 	if _, err := tt.obs.Create(cfg.root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("creating %s: %v", cfg.root, err)
 	}
 	for i := range cfg.clients {
-		s := &slot{idx: i, proxy: zktest.NewProxy(t, tt.cluster.Addrs()...), ready: make(chan struct{}), retired: map[*zklock.Client]bool{}}
+		s := &slot{idx: i, proxy: zktest.NewProxy(t, tt.cluster.Addrs()...), ready: make(chan struct{}), retired: map[*zklock.Client]bool{},
+			chroot: cfg.sw.chrooted[i], asked: cfg.sw.asked[i]}
 		c, err := tt.connect(s)
 		if err != nil {
 			t.Fatalf("client %d: %v", i, err)
@@ -183,6 +196,8 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 	}
 	tt.child = tt.startChild()
 	tt.makeFences()
+	tt.makeSentinel()
+	tt.startPeer()
 	tt.startObservers()
 	return tt
 }
@@ -213,7 +228,12 @@ func tortureObserver(t *testing.T, addrs []string) *zk.Conn {
 func (tt *torture) connect(s *slot) (*zklock.Client, error) {
 	ctx, cancel := context.WithTimeout(tt.ctx, time.Minute)
 	defer cancel()
-	return zklock.Connect(ctx, []string{s.proxy.Addr()}, tortureOptions(tt.cfg.root, s.slow.handle)...)
+	if s.chroot {
+		// Under the chroot the client names every path below the
+		// torture's root; its cleaner may remove what lies below "/".
+		return zklock.Connect(ctx, []string{s.proxy.Addr() + tt.cfg.root}, tortureOptions("/", s.asked, s.slow.handle)...)
+	}
+	return zklock.Connect(ctx, []string{s.proxy.Addr()}, tortureOptions(tt.cfg.root, s.asked, s.slow.handle)...)
 }
 
 // run starts the work and the faults and lets them go for the duration.
@@ -286,7 +306,7 @@ func (tt *torture) probeLiveness() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(tt.ctx, 30*time.Second)
 			defer cancel()
-			m, err := s.current().NewMutex(fmt.Sprintf("%s/probe/c%d", tt.cfg.root, s.idx))
+			m, err := s.current().NewMutex(s.local(tt, fmt.Sprintf("%s/probe/c%d", tt.cfg.root, s.idx)))
 			if err == nil {
 				var l *zklock.Lease
 				if l, err = m.Acquire(ctx); err == nil {
@@ -319,8 +339,12 @@ func (tt *torture) finish() {
 		tt.lg.violate("a lease's Done never closed after its client was closed")
 	}
 	time.Sleep(tortureCleanupDelay)
+	tt.stopPeer()
 	tt.checkTree()
+	tt.checkSentinel()
 	tt.removeFences()
+	tt.removeSentinel()
+	_ = tt.obs.Delete(tt.cfg.root, -1)
 	tt.verdict = tt.lg.check()
 	tt.cancel()
 }
@@ -424,6 +448,25 @@ type slot struct {
 	cutBeforeRelease atomic.Bool  // the next Release is preceded by a Cut
 	releases         atomic.Int64 // Releases so far: every other one has no deadline
 	busy             atomic.Bool  // a proxy or close fault is under way
+
+	chroot bool          // the client connects under the torture's root (swarm)
+	asked  time.Duration // the session timeout it asks for (swarm)
+}
+
+// local is p (a path of the whole tree) as the slot's client names it.
+func (s *slot) local(tt *torture, p string) string {
+	if s.chroot {
+		return strings.TrimPrefix(p, tt.cfg.root)
+	}
+	return p
+}
+
+// global is p (a path as the slot's client names it) in the whole tree.
+func (s *slot) global(tt *torture, p string) string {
+	if s.chroot && p != "" {
+		return tt.cfg.root + p
+	}
+	return p
 }
 
 // client returns the usable client, waiting while it is being replaced; nil
@@ -509,6 +552,11 @@ type op struct {
 	rng  *rand.Rand
 }
 
+// lp is p as the op's client names it; gp is a path the client named, in
+// the whole tree (the ledger's paths).
+func (o *op) lp(p string) string { return o.s.local(o.tt, p) }
+func (o *op) gp(p string) string { return o.s.global(o.tt, p) }
+
 var ownerSeq atomic.Int64
 
 // ownerName is a unique explicit owner, which the lock node records: a hand
@@ -549,6 +597,7 @@ func (o *op) acquire(ctx context.Context, dl mono, what string, fn func(context.
 	at := monoNow()
 	o.s.waiting.Add(-1)
 	o.tt.returned(o.who+" "+what, dl, at, err)
+	o.tt.classify(o.who+" "+what, dl, at, err)
 	o.tt.acquireError(what, err)
 	return l, at, err
 }
@@ -589,7 +638,7 @@ func (tt *torture) acquireError(what string, err error) {
 
 // granted puts a lease that Acquire just returned into the ledger.
 func (o *op) granted(kind string, l *zklock.Lease, at mono, hold time.Duration, owner string) *leaseRec {
-	r := &leaseRec{path: o.path, node: l.Node(), owner: owner, holder: o.who + " " + kind, start: at, planned: at + mono(hold), done: l.Done()}
+	r := &leaseRec{path: o.path, node: o.gp(l.Node()), owner: owner, holder: o.who + " " + kind, start: at, planned: at + mono(hold), done: l.Done()}
 	o.tt.lg.grant(r)
 	o.tt.watchEnd(r, l.Done(), l.Err)
 	o.tt.lg.setToken(r, tokenOf(l))
@@ -626,7 +675,7 @@ func (o *op) hold(ctx context.Context, done <-chan struct{}, d time.Duration) {
 
 // plain is a Mutex Acquire or TryAcquire, a hold, and a Release.
 func (o *op) plain(ctx context.Context, kind string) {
-	m, err := o.c.NewMutex(o.path)
+	m, err := o.c.NewMutex(o.lp(o.path))
 	if err != nil {
 		o.tt.lg.violate("NewMutex(%s): %v", o.path, err)
 		return
@@ -651,6 +700,9 @@ func (o *op) cycle(ctx context.Context, kind string, fn func(context.Context) (*
 	}
 	r := o.granted(kind, l, at, hold, "")
 	mark(r)
+	if o.rng.IntN(8) == 0 {
+		o.escape(l)
+	}
 	o.hold(ctx, l.Done(), hold)
 	o.release(r, l.Release)
 }
@@ -658,7 +710,7 @@ func (o *op) cycle(ctx context.Context, kind string, fn func(context.Context) (*
 // rw takes the RWMutex as a reader or a writer, holds and releases.
 func (o *op) rw(ctx context.Context, read bool) {
 	o.path = o.tt.cfg.rwPath
-	rw, err := o.c.NewRWMutex(o.path)
+	rw, err := o.c.NewRWMutex(o.lp(o.path))
 	if err != nil {
 		o.tt.lg.violate("NewRWMutex(%s): %v", o.path, err)
 		return
@@ -673,7 +725,7 @@ func (o *op) rw(ctx context.Context, read bool) {
 // semaphore takes one of the Semaphore's leases, holds and releases.
 func (o *op) semaphore(ctx context.Context) {
 	o.path = o.tt.cfg.semPath
-	s, err := o.c.NewSemaphore(o.path, tortureSemLimit)
+	s, err := o.c.NewSemaphore(o.lp(o.path), tortureSemLimit)
 	if err != nil {
 		o.tt.lg.violate("NewSemaphore(%s): %v", o.path, err)
 		return
@@ -686,7 +738,7 @@ func (o *op) semaphore(ctx context.Context) {
 func (o *op) multi(ctx context.Context) {
 	i := o.rng.IntN(len(o.tt.cfg.paths))
 	j := (i + 1 + o.rng.IntN(len(o.tt.cfg.paths)-1)) % len(o.tt.cfg.paths)
-	ml, err := o.c.NewMultiLock(o.tt.cfg.paths[i], o.tt.cfg.paths[j])
+	ml, err := o.c.NewMultiLock(o.lp(o.tt.cfg.paths[i]), o.lp(o.tt.cfg.paths[j]))
 	if err != nil {
 		o.tt.lg.violate("NewMultiLock: %v", err)
 		return
@@ -700,12 +752,12 @@ func (o *op) multi(ctx context.Context) {
 	}
 	var recs []*leaseRec
 	for k, part := range l.Parts() {
-		o.path = ml.Paths()[k]
+		o.path = o.gp(ml.Paths()[k])
 		recs = append(recs, o.granted("multi", part, at, hold, ""))
 	}
 	o.hold(ctx, l.Done(), hold)
 	o.tt.lg.ended(recs[1], monoNow(), zklock.ErrReleased)
-	o.path = ml.Paths()[0]
+	o.path = o.gp(ml.Paths()[0])
 	o.release(recs[0], l.Release)
 }
 
@@ -713,7 +765,7 @@ func (o *op) multi(ctx context.Context) {
 // the goroutine or, half the time, an explicit one, whose last Release then
 // sometimes comes from another goroutine.
 func (o *op) reentrant(ctx context.Context) {
-	rm, err := o.c.NewReentrantMutex(o.path)
+	rm, err := o.c.NewReentrantMutex(o.lp(o.path))
 	if err != nil {
 		o.tt.lg.violate("NewReentrantMutex(%s): %v", o.path, err)
 		return
@@ -818,7 +870,7 @@ func (o *op) release(r *leaseRec, fn func(context.Context) error) {
 // do runs Mutex.Do; the lease runs from fn's start to its return or the
 // cancellation of its context.
 func (o *op) do(ctx context.Context) {
-	m, err := o.c.NewMutex(o.path)
+	m, err := o.c.NewMutex(o.lp(o.path))
 	if err != nil {
 		o.tt.lg.violate("NewMutex(%s): %v", o.path, err)
 		return
@@ -856,7 +908,7 @@ func (o *op) singleton(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var elected *zklock.Lease
-	m, err := o.c.NewMutex(o.path)
+	m, err := o.c.NewMutex(o.lp(o.path))
 	if err != nil {
 		o.tt.t.Errorf("%s: %v", o.who, err)
 		return
@@ -864,7 +916,7 @@ func (o *op) singleton(ctx context.Context) {
 	err = m.RunSingleton(sctx, func(fctx context.Context) error {
 		hold := o.holdTime()
 		at := monoNow()
-		r := &leaseRec{path: o.path, node: elected.Node(), holder: o.who + " singleton", start: at, planned: at + mono(hold), done: fctx.Done()}
+		r := &leaseRec{path: o.path, node: o.gp(elected.Node()), holder: o.who + " singleton", start: at, planned: at + mono(hold), done: fctx.Done()}
 		o.tt.lg.grant(r)
 		o.tt.watchEnd(r, fctx.Done(), func() error { return context.Cause(fctx) })
 		o.tt.lg.setToken(r, tokenOf(elected))
@@ -883,6 +935,7 @@ func (tt *torture) checkTree() {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		left, err := tt.descendants(tt.cfg.root)
+		left = slices.DeleteFunc(left, func(p string) bool { return p == tt.fenceRoot() || strings.HasPrefix(p, tt.fenceRoot()+"/") })
 		if err == nil && len(left) == 0 {
 			break
 		}
@@ -892,7 +945,6 @@ func (tt *torture) checkTree() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	_ = tt.obs.Delete(tt.cfg.root, -1)
 }
 
 func (tt *torture) descendants(p string) ([]string, error) {
@@ -945,9 +997,9 @@ func (tt *torture) report() {
 	if v.margins > 0 {
 		margin = v.minMargin.Round(time.Millisecond).String()
 	}
-	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d acquisitions=%d mutex=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d "+
+	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d %v acquisitions=%d mutex=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d "+
 		"elect=%d proclaimed=%d guarded{landed=%d refused_lost=%d refused_version=%d unknown=%d} faults{%s} skipped=%d losses=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
-		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.reentrant"),
+		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, tt.cfg.sw.flags(), v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.reentrant"),
 		tt.counts.get("grant.try"), tt.counts.get("try.attempts"), tt.counts.get("grant.do"), tt.counts.get("grant.singleton"),
 		tt.counts.get("grant.read"), tt.counts.get("grant.write"), tt.counts.get("grant.semaphore"), tt.counts.get("grant.multi")/2, tt.counts.get("grant.child"),
 		tt.counts.get("grant.elect"), tt.counts.get("elect.proclaimed"), tt.counts.get("guarded.landed"), tt.counts.get("guarded.refused_lost"),
@@ -963,6 +1015,8 @@ func (tt *torture) report() {
 		tt.t.Logf("worst overshoot: %s", v.worstWhat)
 	}
 	tt.t.Logf("skipped faults (target busy or not found): %s", strings.Join(tt.counts.withPrefix("skipped."), " "))
+	tt.t.Logf("swarm: %v; tallies: %s", tt.cfg.sw, strings.Join(slices.Concat(tt.counts.withPrefix("grant.peer_"), tt.counts.withPrefix("peer."),
+		tt.counts.withPrefix("grant.revoke"), tt.counts.withPrefix("revoke."), tt.counts.withPrefix("chroot."), tt.counts.withPrefix("outage.")), " "))
 	if other := append(tt.counts.withPrefix("release."), append(tt.counts.withPrefix("singleton."), tt.counts.withPrefix("lost_in_fn.")...)...); len(other) > 0 {
 		tt.t.Logf("other tallies: %s", strings.Join(other, " "))
 	}
@@ -978,7 +1032,7 @@ func (tt *torture) report() {
 	}
 	if len(v.violations) > 0 {
 		tt.saveTimeline()
-		tt.t.Errorf("replay: go test -race -run '^TestTorture$' . -args -torture.seed=%d -torture.clients=%d -torture.duration=%v", tt.cfg.seed, tt.cfg.clients, tt.cfg.duration)
+		tt.t.Errorf("replay: go test -race -run '^TestTorture$' . -args -torture.seed=%d -torture.clients=%d -torture.duration=%v (draws %v again; -torture.swarm=%s forces it)", tt.cfg.seed, tt.cfg.clients, tt.cfg.duration, tt.cfg.sw, tt.cfg.sw.flags())
 	}
 }
 
