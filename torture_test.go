@@ -1015,8 +1015,13 @@ func (tt *torture) report() {
 		tt.t.Logf("worst overshoot: %s", v.worstWhat)
 	}
 	tt.t.Logf("skipped faults (target busy or not found): %s", strings.Join(tt.counts.withPrefix("skipped."), " "))
-	tt.t.Logf("swarm: %v; tallies: %s", tt.cfg.sw, strings.Join(slices.Concat(tt.counts.withPrefix("grant.peer_"), tt.counts.withPrefix("peer."),
-		tt.counts.withPrefix("grant.revoke"), tt.counts.withPrefix("revoke."), tt.counts.withPrefix("chroot."), tt.counts.withPrefix("outage.")), " "))
+	var sw []string
+	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage."} {
+		for _, e := range tt.counts.withPrefix(p) {
+			sw = append(sw, p+e)
+		}
+	}
+	tt.t.Logf("swarm: %v; tallies: %s", tt.cfg.sw, strings.Join(sw, " "))
 	if other := append(tt.counts.withPrefix("release."), append(tt.counts.withPrefix("singleton."), tt.counts.withPrefix("lost_in_fn.")...)...); len(other) > 0 {
 		tt.t.Logf("other tallies: %s", strings.Join(other, " "))
 	}
