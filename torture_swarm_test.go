@@ -40,10 +40,9 @@ const (
 
 	// checkOutageClassified turns an Acquire that ended by its deadline
 	// during an outage without errors.Is(err, zklock.ErrUnreachable) into
-	// a violation (issue 27 row 5). Off until row 5's fix is on this
-	// branch: until then the torture only counts them
-	// (outage.misclassified in the tallies).
-	checkOutageClassified = false
+	// a violation (issue 27 row 5); either way the tallies count them
+	// (outage.unreachable, outage.misclassified).
+	checkOutageClassified = true
 )
 
 // swarmConfig is one run's configuration.
