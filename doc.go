@@ -65,14 +65,15 @@
 //
 // # Inside
 //
-// An Acquire flows through a few files. queue.go creates the queue node
+// An Acquire flows through a few files. acquire.go is the engine every
+// primitive runs on (its contract is at its top); queue.go creates the queue node
 // (with a GUID, so a create whose reply is lost is found again) and sends the
 // listing in the same round trip; internal/lockpath (turn.go) decides from a
 // listing whether the node holds and which one node it waits for; watch.go waits, watching only
 // that node (or, for a semaphore's lease, the path's list), and proves the
 // node still existed when the one ahead went before the lock is granted (from
 // the order of events, or by a read);
-// remove.go deletes the node on every path that gives it up (mutex.go's ask
+// remove.go deletes the node on every path that gives it up (acquire.go's ask
 // says what kind of node, and which turn rule, a primitive wants); lease.go turns
 // the node into a Lease, whose state (held, releasing, ended) and loss rule
 // live there with the monitor that applies them. request.go runs each
