@@ -35,18 +35,48 @@ import (
 // waits for its turn, remove.go gives it up, lease.go turns it into a Lease.
 
 // ask is what one Acquire asks of the core: a node named in style under
-// path, holding when rule says so. Every primitive is an ask.
+// path, holding when rule says so, treated as policy says. Every primitive
+// is an ask.
 type ask struct {
-	path      string
-	owner     Owner
-	try       bool // never wait: ErrLocked unless it holds at once
-	style     lockpath.Style
-	rule      lockpath.Rule
-	watchList bool // wait on the list of the path, not on the node rule names (a semaphore's lease)
-	brief     bool // held only for a moment (a semaphore's turnstile): no token read, no own-node watch, no metrics
-	once      bool // report a vanished node instead of queueing again: the primitive decides (a semaphore's lease)
-	quiet     bool // the primitive reports this Acquire to Metrics itself
+	path   string
+	owner  Owner
+	try    bool // never wait: ErrLocked unless it holds at once
+	style  lockpath.Style
+	rule   lockpath.Rule
+	policy policy
 }
+
+// policy is how the engine treats an ask's node beyond its turn rule: what
+// it waits on, what it reads and reports, and who decides when the node
+// vanishes. The zero policy is a lock's; the others are a semaphore's two
+// nodes.
+type policy uint8
+
+const (
+	// policyLock: wait on the one node the rule names, read the token and
+	// set the own-node watch, report Queued and Acquired to Metrics, queue
+	// again at the back when the node vanishes (WithRequeueOnExpiry).
+	policyLock policy = iota
+	// policyTurnstile: held only for a moment (a semaphore's turnstile): no
+	// token read, no own-node watch, no metrics.
+	policyTurnstile
+	// policySlot: a semaphore's lease. It waits on the list of the path,
+	// reports Queued but leaves Acquired to the primitive, and reports a
+	// vanished node instead of queueing again: the primitive decides.
+	policySlot
+)
+
+// brief: the node is held only for a moment.
+func (p policy) brief() bool { return p == policyTurnstile }
+
+// watchesList: wait on the list of the path, not on the node the rule names.
+func (p policy) watchesList() bool { return p == policySlot }
+
+// reportsItself: the primitive reports this Acquire to Metrics itself.
+func (p policy) reportsItself() bool { return p == policySlot }
+
+// decidesOnLoss: a vanished node is reported, not queued again.
+func (p policy) decidesOnLoss() bool { return p == policySlot }
 
 // acquire runs the recipe: queue, wait for the turn, and turn the node into a
 // lease; on any failure the node is removed. A node that vanished while
@@ -64,7 +94,7 @@ func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 	}
 	start := time.Now()
 	l, err := c.acquireQueued(ctx, a)
-	if !a.brief && !a.quiet {
+	if !a.policy.brief() && !a.policy.reportsItself() {
 		c.opts.metrics.Acquired(a.style.Kind, time.Since(start), err)
 	}
 	return l, err
@@ -80,7 +110,7 @@ func (c *Client) acquireQueued(ctx context.Context, a ask) (*Lease, error) {
 			return l, err
 		case c.isClosed():
 			return nil, ErrClosed
-		case !c.opts.requeue, a.once:
+		case !c.opts.requeue, a.policy.decidesOnLoss():
 			return nil, goneError(err, a.path)
 		case ctx.Err() != nil:
 			// The give-up of the node that went may have used the cleanup
@@ -102,13 +132,13 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, none := c.opts.metrics.(noMetrics); children != nil && !none && !a.brief {
+	if _, none := c.opts.metrics.(noMetrics); children != nil && !none && !a.policy.brief() {
 		c.opts.metrics.Queued(a.style.Kind, lockpath.Count(children)) // a parse of the queue: only when someone listens
 	}
 	if err := c.wait(ctx, q, a, children); err != nil {
 		return nil, c.giveUp(q, err)
 	}
-	if c.opts.watchOwnNode && !a.brief {
+	if c.opts.watchOwnNode && !a.policy.brief() {
 		q.startFetch() // unless confirmHead read the node already
 	}
 	if hook := testHookBeforeLease.Load(); hook != nil {
@@ -123,7 +153,7 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 // wait waits for q's turn by a's rule.
 func (c *Client) wait(ctx context.Context, q *queueNode, a ask, children []string) error {
 	var w watcher = nodeWatcher{c}
-	if a.watchList {
+	if a.policy.watchesList() {
 		w = &listWatcher{c: c}
 	}
 	return c.waitTurn(ctx, q, a.rule, w, children, a.try)

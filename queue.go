@@ -100,7 +100,7 @@ type createdNode struct {
 // enqueue returns, or within the cleanup timeout in the background.
 func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode, []string, error) {
 	lockPath := a.path
-	q := &queueNode{c: c, path: lockPath, guid: c.newGUID(), sess: sess, owner: a.owner, style: a.style, brief: a.brief, fetched: make(chan struct{})}
+	q := &queueNode{c: c, path: lockPath, guid: c.newGUID(), sess: sess, owner: a.owner, style: a.style, brief: a.policy.brief(), fetched: make(chan struct{})}
 	node, listed, err := c.create(ctx, q)
 	if err != nil {
 		return nil, nil, err

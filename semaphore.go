@@ -112,7 +112,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) (*Lease, error) {
 func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error) {
 	for {
 		ta := s.c.exclusive(ctx, s.inner.path, try)
-		ta.brief = true
+		ta.policy = policyTurnstile
 		turnstile, err := s.c.acquire(ctx, ta)
 		if err != nil {
 			return nil, err
@@ -125,7 +125,7 @@ func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error
 			return nil, errors.Join(err, s.leaveTurnstile(ctx, turnstile))
 		}
 		a := s.c.exclusive(ctx, s.leasesPath(), try)
-		a.style, a.rule, a.watchList, a.once, a.quiet = lockpath.SemaphoreLease, lockpath.SlotsTurn(s.n), true, true, true
+		a.style, a.rule, a.policy = lockpath.SemaphoreLease, lockpath.SlotsTurn(s.n), policySlot
 		l, err := s.c.acquire(ctx, a)
 		if terr := s.leaveTurnstile(ctx, turnstile); terr != nil {
 			if l != nil {
