@@ -135,8 +135,8 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if _, none := c.opts.metrics.(noMetrics); children != nil && !none && !a.policy.brief() {
 		c.opts.metrics.Queued(a.style.Kind, lockpath.Count(children)) // a parse of the queue: only when someone listens
 	}
-	if err := c.wait(ctx, q, a, children); err != nil {
-		return nil, c.giveUp(q, err)
+	if err := q.wait(ctx, a, children); err != nil {
+		return nil, q.giveUp(err)
 	}
 	if c.opts.watchOwnNode && !a.policy.brief() {
 		q.startFetch() // unless confirmHead read the node already
@@ -147,16 +147,17 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if l := c.newLease(q); l != nil {
 		return l, nil
 	}
-	return nil, c.giveUp(q, ErrClosed)
+	return nil, q.giveUp(ErrClosed)
 }
 
 // wait waits for q's turn by a's rule.
-func (c *Client) wait(ctx context.Context, q *queueNode, a ask, children []string) error {
+func (q *queueNode) wait(ctx context.Context, a ask, children []string) error {
+	c := q.c
 	var w watcher = nodeWatcher{c}
 	if a.policy.watchesList() {
 		w = &listWatcher{c: c}
 	}
-	return c.waitTurn(ctx, q, a.rule, w, children, a.try)
+	return q.waitTurn(ctx, a.rule, w, children, a.try)
 }
 
 // testHookBeforeLease, set only by tests, runs between the grant and the
@@ -165,8 +166,8 @@ var testHookBeforeLease atomic.Pointer[func()]
 
 // giveUp removes q after err ended its wait. If the server refuses the delete
 // (an ACL), the error names the node, which stays until its session ends.
-func (c *Client) giveUp(q *queueNode, err error) error {
-	if derr := c.abandon(q); derr != nil {
+func (q *queueNode) giveUp(err error) error {
+	if derr := q.abandon(); derr != nil {
 		return fmt.Errorf("%w; queue node %s stays until the session ends (its delete was refused: %w)", err, q.full(), derr)
 	}
 	return err

@@ -278,7 +278,7 @@ func (c *Client) Close() error {
 				continue
 			}
 			c.forgetLease(l)
-			if _, err := c.removeWithin(ctx, l.q, nil); err != nil && classify(err) != errStop {
+			if _, err := l.q.removeWithin(ctx, nil); err != nil && classify(err) != errStop {
 				c.log.Warn("zklock: removing a lease's node on close", "node", l.Node(), "err", err)
 			}
 		}

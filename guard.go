@@ -131,7 +131,7 @@ func guardLoss(parts []*Lease, res []zk.MultiResponse, err error) error {
 	for i, p := range parts {
 		if i < len(res) && errors.Is(res[i].Error, zk.ErrNoNode) {
 			lost := deletedByOther(p.q.full())
-			if p.c.goneReason(p.q) == errSessionOver {
+			if p.q.goneReason() == errSessionOver {
 				lost = p.c.sessionLoss()
 			}
 			p.lose(lost)

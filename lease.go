@@ -75,7 +75,7 @@ func (c *Client) newLease(q *queueNode) *Lease {
 	c.leases[l] = struct{}{}
 	c.wg.Add(1)
 	c.mu.Unlock()
-	if err := c.lossCheck(q); err != nil {
+	if err := q.lossCheck(); err != nil {
 		l.lose(err)
 	}
 	go l.monitor()
@@ -150,7 +150,7 @@ func (l *Lease) Err() error {
 	if state == leaseEnded {
 		return err
 	}
-	if lerr := l.c.lossCheck(l.q); lerr != nil {
+	if lerr := l.q.lossCheck(); lerr != nil {
 		l.lose(lerr)
 	}
 	l.mu.Lock()
@@ -191,7 +191,7 @@ func (l *Lease) releaseNode(ctx context.Context) error {
 	if err := l.beginRelease(); err != nil {
 		return err
 	}
-	how, err := l.c.removeWithin(ctx, l.q, l.done)
+	how, err := l.q.removeWithin(ctx, l.done)
 	switch {
 	case errors.Is(err, errLeaseEnded):
 		return l.endRelease(removedUnknown) // the loss; the delete goes on in the background
@@ -212,7 +212,7 @@ func (l *Lease) releaseNode(ctx context.Context) error {
 // but lost.
 func (l *Lease) beginRelease() error {
 	if l.held() {
-		if lerr := l.c.lossCheck(l.q); lerr != nil {
+		if lerr := l.q.lossCheck(); lerr != nil {
 			l.lose(lerr)
 		}
 	}
@@ -362,7 +362,7 @@ func (l *Lease) lose(err error) {
 	if !releasing { // a Release is deleting it already
 		// Delete by name even if the session seems over: the name carries
 		// our GUID, and a node that is already gone costs one NoNode.
-		c.removeInBackground(l.q)
+		l.q.removeInBackground()
 	}
 }
 
@@ -429,11 +429,11 @@ func (l *Lease) monitor() {
 		case <-again:
 			again, rewatch = nil, l.watchOwnNode()
 		case <-sessLost:
-			sessLost, lost = nil, c.lossCheck(q)
+			sessLost, lost = nil, q.lossCheck()
 		case <-presumed:
 			presumed, lost = nil, fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)
 		case <-c.clock.current():
-			lost = c.lossCheck(q)
+			lost = q.lossCheck()
 		}
 		if lost != nil {
 			l.lose(lost) // ends the lease, or waits for a Release's outcome
@@ -542,7 +542,8 @@ const lossFraction = 0.8
 
 // lossCheck is the loss rule: why a lease on q must be presumed lost now, or
 // nil. It needs no event: it reads the session id and the wire clock.
-func (c *Client) lossCheck(q *queueNode) error {
+func (q *queueNode) lossCheck() error {
+	c := q.c
 	switch {
 	case q.sess.ended() || c.conn.SessionID() != q.sess.id:
 		return c.sessionLoss()

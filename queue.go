@@ -101,7 +101,7 @@ type createdNode struct {
 func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode, []string, error) {
 	lockPath := a.path
 	q := &queueNode{c: c, path: lockPath, guid: c.newGUID(), sess: sess, owner: a.owner, style: a.style, brief: a.policy.brief(), fetched: make(chan struct{})}
-	node, listed, err := c.create(ctx, q)
+	node, listed, err := q.create(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -115,7 +115,7 @@ func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode,
 		// Delete by name even when the session looks over: the view may be
 		// stale, and a node that is gone costs one NoNode.
 		q.sess = c.session()
-		_ = c.abandon(q)
+		_ = q.abandon()
 		return nil, nil, err
 	}
 	if listed == nil {
@@ -123,7 +123,7 @@ func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode,
 	}
 	children, err := await(ctx, c, listed)
 	if classify(err) == errStop {
-		_ = c.abandon(q)
+		_ = q.abandon()
 		return nil, nil, err
 	}
 	if err != nil || !contains(children, q.name) {
@@ -135,7 +135,8 @@ func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode,
 // create makes q's node, creating the lock path if needed and recovering a
 // create whose reply was lost. It returns the node's full path and session,
 // and the listing sent right behind the create, if any.
-func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan result[[]string], error) {
+func (q *queueNode) create(ctx context.Context) (createdNode, <-chan result[[]string], error) {
+	c := q.c
 	prefix := q.path + "/" + q.style.Prefix(q.guid)
 	data := q.owner.marshal()
 	r := c.retrier(ctx, q.sess)
@@ -145,10 +146,10 @@ func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan 
 		select {
 		case res = <-created:
 		case <-ctx.Done():
-			c.abandonCreate(q, created)
+			q.abandonCreate(created)
 			return createdNode{}, nil, c.ctxErr(ctx)
 		case <-c.closing:
-			c.abandonCreate(q, created)
+			q.abandonCreate(created)
 			return createdNode{}, nil, ErrClosed
 		}
 		err := res.err
@@ -157,9 +158,9 @@ func (c *Client) create(ctx context.Context, q *queueNode) (createdNode, <-chan 
 			return res.v, listed, nil
 		case errConnection:
 			// The create may have happened with its reply lost: look for it.
-			found, ferr := c.findByGUID(ctx, q, false)
+			found, ferr := q.findByGUID(ctx, false)
 			if ferr != nil {
-				c.abandonCreate(q, lostReply()) // keep looking where nobody waits
+				q.abandonCreate(lostReply()) // keep looking where nobody waits
 				return createdNode{}, nil, ferr
 			}
 			if found.name != "" {
@@ -263,7 +264,8 @@ func lostReply() <-chan result[createdNode] {
 // to the live session, after a create whose reply was lost. It returns a zero
 // createdNode if there is none. In the background (nobody waiting, possibly
 // during Close) it keeps going until it knows or the connection is closed.
-func (c *Client) findByGUID(ctx context.Context, q *queueNode, background bool) (createdNode, error) {
+func (q *queueNode) findByGUID(ctx context.Context, background bool) (createdNode, error) {
+	c := q.c
 	r := c.retrier(ctx, nil)
 	if background {
 		r = c.cleanupRetrier(nil)
@@ -272,9 +274,9 @@ func (c *Client) findByGUID(ctx context.Context, q *queueNode, background bool) 
 		var found createdNode
 		var err error
 		if background {
-			found, err = c.lookForGUID(q)
+			found, err = q.lookForGUID()
 		} else {
-			found, err = call(ctx, c, func() (createdNode, error) { return c.lookForGUID(q) })
+			found, err = call(ctx, c, func() (createdNode, error) { return q.lookForGUID() })
 		}
 		switch kind := classify(err); {
 		case kind == errNone:
@@ -297,7 +299,8 @@ func (c *Client) findByGUID(ctx context.Context, q *queueNode, background bool) 
 // follower may not have applied the lost create yet), lists the lock path,
 // and adopts a node with q's GUID only if it belongs to the live session (a
 // node of an expired session may linger a moment).
-func (c *Client) lookForGUID(q *queueNode) (createdNode, error) {
+func (q *queueNode) lookForGUID() (createdNode, error) {
+	c := q.c
 	if _, err := c.conn.Sync(q.path); err != nil {
 		return createdNode{}, err
 	}

@@ -20,7 +20,8 @@ import (
 // for the removal as any give-up does; a create still unanswered by then
 // says that ZooKeeper is not answering now, and the caller returns while the
 // removal goes on in the background.
-func (c *Client) abandonCreate(q *queueNode, created <-chan result[createdNode]) {
+func (q *queueNode) abandonCreate(created <-chan result[createdNode]) {
+	c := q.c
 	var wait time.Duration
 	if c.answering() {
 		wait = c.opts.cleanupTimeout / 4
@@ -29,20 +30,21 @@ func (c *Client) abandonCreate(q *queueNode, created <-chan result[createdNode])
 	defer t.Stop()
 	select {
 	case r := <-created:
-		_ = c.waitCleanup(func() error { return c.removeCreated(q, r) })
+		_ = c.waitCleanup(func() error { return q.removeCreated(r) })
 	case <-t.C:
-		c.inBackground(func() { _ = c.removeCreated(q, <-created) })
+		c.inBackground(func() { _ = q.removeCreated(<-created) })
 	}
 }
 
 // removeCreated removes the node a create made, if it made one: r is the
 // create's outcome; a lost reply is looked up by the node's GUID.
-func (c *Client) removeCreated(q *queueNode, r result[createdNode]) error {
+func (q *queueNode) removeCreated(r result[createdNode]) error {
+	c := q.c
 	switch classify(r.err) {
 	case errNone:
 		q.name = r.v.name[len(q.path)+1:]
 	case errConnection:
-		found, _ := c.findByGUID(context.Background(), q, true)
+		found, _ := q.findByGUID(context.Background(), true)
 		if found.name == "" {
 			return nil
 		}
@@ -51,7 +53,7 @@ func (c *Client) removeCreated(q *queueNode, r result[createdNode]) error {
 		return nil // never created, or gone with the session
 	}
 	q.sess = c.session()
-	return c.removeNode(q)
+	return q.removeNode()
 }
 
 // inBackground runs fn on a goroutine Close waits for; the caller is tracked.
@@ -65,8 +67,9 @@ func (c *Client) inBackground(fn func()) {
 
 // abandon removes a queue node the caller gives up. Its error says the server
 // refused the delete: the node stays until its session ends.
-func (c *Client) abandon(q *queueNode) error {
-	return c.waitCleanup(func() error { return c.removeNode(q) })
+func (q *queueNode) abandon() error {
+	c := q.c
+	return c.waitCleanup(func() error { return q.removeNode() })
 }
 
 // waitCleanup runs fn in the background and waits for it while ZooKeeper
@@ -116,7 +119,8 @@ var errLeaseEnded = errors.New("zklock: lease ended while releasing")
 
 // removeWithin removes q's node, waiting for it until ctx ends or ended is
 // closed (errLeaseEnded); the removal goes on in the background after that.
-func (c *Client) removeWithin(ctx context.Context, q *queueNode, ended <-chan struct{}) (removal, error) {
+func (q *queueNode) removeWithin(ctx context.Context, ended <-chan struct{}) (removal, error) {
+	c := q.c
 	type outcome struct {
 		how removal
 		err error
@@ -125,11 +129,11 @@ func (c *Client) removeWithin(ctx context.Context, q *queueNode, ended <-chan st
 	if c.trackRelease() {
 		go func() {
 			defer c.wg.Done()
-			how, err := c.deleteNode(q)
+			how, err := q.deleteNode()
 			done <- outcome{how, err}
 		}()
 	} else {
-		how, err := c.deleteNode(q) // Close has finished releasing: no new goroutines
+		how, err := q.deleteNode() // Close has finished releasing: no new goroutines
 		done <- outcome{how, err}
 	}
 	select {
@@ -143,13 +147,14 @@ func (c *Client) removeWithin(ctx context.Context, q *queueNode, ended <-chan st
 }
 
 // removeInBackground removes q's node without anyone waiting (a lost lease).
-func (c *Client) removeInBackground(q *queueNode) {
+func (q *queueNode) removeInBackground() {
+	c := q.c
 	if !c.trackRelease() {
 		return // Close has finished releasing and is closing the session
 	}
 	go func() {
 		defer c.wg.Done()
-		_ = c.removeNode(q)
+		_ = q.removeNode()
 	}()
 }
 
@@ -180,13 +185,14 @@ const (
 // context: a cancelled caller must still not leave a node behind. It fails
 // only when the server refuses the delete (an ACL, say), with the server's
 // error as it is: callers say what they were doing.
-func (c *Client) removeNode(q *queueNode) error {
-	_, err := c.deleteNode(q)
+func (q *queueNode) removeNode() error {
+	_, err := q.deleteNode()
 	return err
 }
 
 // deleteNode is removeNode, also saying how the node went.
-func (c *Client) deleteNode(q *queueNode) (removal, error) {
+func (q *queueNode) deleteNode() (removal, error) {
+	c := q.c
 	if q.removed.Load() {
 		return removedByUs, nil
 	}

@@ -26,7 +26,8 @@ var (
 //
 // With try set it never waits: ErrLocked if q does not hold at once.
 // errSessionOver or errNodeDeleted: q is gone.
-func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule lockpath.Rule, w watcher, children []string, try bool) error {
+func (q *queueNode) waitTurn(ctx context.Context, rule lockpath.Rule, w watcher, children []string, try bool) error {
+	c := q.c
 	r := c.retrier(ctx, q.sess)
 	var before []lockpath.Node // the nodes ahead at the last listing
 	joined := false            // a node joined ahead since a listing: list before holding
@@ -45,7 +46,7 @@ func (c *Client) waitTurn(ctx context.Context, q *queueNode, rule lockpath.Rule,
 			before, t.Last = t.Ahead, t.Last && !joined
 			switch {
 			case !t.Present:
-				return c.goneReason(q)
+				return q.goneReason()
 			case t.Holds:
 				return nil // the listing was made after q existed
 			case try:
@@ -84,11 +85,11 @@ func (w nodeWatcher) list(ctx context.Context, q *queueNode) ([]string, error) {
 		ch, _, err := w.c.conn.Children(q.path)
 		return ch, err
 	})
-	return children, w.c.listError(q, err)
+	return children, q.listError(err)
 }
 
 func (w nodeWatcher) wait(ctx context.Context, q *queueNode, t lockpath.Turn) error {
-	return w.c.waitPred(ctx, q, q.path+"/"+t.Blocker, t.Last)
+	return q.waitPred(ctx, q.path+"/"+t.Blocker, t.Last)
 }
 
 // listWatcher lists with a child watch and waits for it to fire: any lease
@@ -109,7 +110,7 @@ func (w *listWatcher) list(ctx context.Context, q *queueNode) ([]string, error) 
 		return listing{children, ch}, err
 	})
 	w.changed = l.ch
-	return l.children, w.c.listError(q, err)
+	return l.children, q.listError(err)
 }
 
 func (w *listWatcher) wait(ctx context.Context, q *queueNode, _ lockpath.Turn) error {
@@ -118,19 +119,19 @@ func (w *listWatcher) wait(ctx context.Context, q *queueNode, _ lockpath.Turn) e
 	if ch == nil {
 		return errLookAgain // the listing came without a watch (the one behind the create): list again
 	}
-	if _, err := w.c.nextEvent(ctx, q, ch); err != nil {
+	if _, err := q.nextEvent(ctx, ch); err != nil {
 		return err
 	}
 	return errLookAgain
 }
 
 // listError says what a failed listing of q's path means for the wait.
-func (c *Client) listError(q *queueNode, err error) error {
+func (q *queueNode) listError(err error) error {
 	switch kind := classify(err); {
 	case kind == errNone, kind == errStop:
 		return err
 	case errors.Is(err, zk.ErrNoNode):
-		return c.goneReason(q) // the lock path is gone, so is q
+		return q.goneReason() // the lock path is gone, so is q
 	case kind == errConnection:
 		return errRetry
 	case kind == errSession:
@@ -153,20 +154,21 @@ func (c *Client) listError(q *queueNode, err error) error {
 // goes, the order of the connection's events proves that q's node was still
 // there (ownWatchProves) and the lock is q's without another round trip;
 // where the order proves nothing, confirmHead reads the node.
-func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, last bool) error {
-	own := c.sendOwnRead(q)
+func (q *queueNode) waitPred(ctx context.Context, pred string, last bool) error {
+	c := q.c
+	own := q.sendOwnRead()
 	ch, err := call(ctx, c, func() (<-chan zk.Event, error) {
 		_, _, ch, err := c.conn.GetW(pred)
 		return ch, err
 	})
-	if oerr := c.takeOwnRead(ctx, q, own); oerr != nil {
+	if oerr := q.takeOwnRead(ctx, own); oerr != nil {
 		return oerr
 	}
 	switch kind := classify(err); {
 	case kind == errNone:
 	case errors.Is(err, zk.ErrNoNode):
 		if last {
-			return c.holdIfProven(ctx, q)
+			return q.holdIfProven(ctx)
 		}
 		return errLookAgain
 	case kind == errStop:
@@ -178,12 +180,12 @@ func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, last b
 	default:
 		return fmt.Errorf("zklock: watch %s: %w", pred, err)
 	}
-	ev, err := c.nextEvent(ctx, q, ch)
+	ev, err := q.nextEvent(ctx, ch)
 	switch {
 	case err != nil:
 		return err
 	case ev.Type == zk.EventNodeDeleted && last:
-		return c.holdIfProven(ctx, q)
+		return q.holdIfProven(ctx)
 	}
 	return errLookAgain // a waiter ahead left, or data changed: look again
 }
@@ -191,7 +193,8 @@ func (c *Client) waitPred(ctx context.Context, q *queueNode, pred string, last b
 // sendOwnRead sends the read of q's own node that sets its own-node watch,
 // on a waiter's first wait, where the wire can tell connections apart; nil
 // when it is not made here (the lease reads the node after the grant).
-func (c *Client) sendOwnRead(q *queueNode) <-chan result[ownRead] {
+func (q *queueNode) sendOwnRead() <-chan result[ownRead] {
+	c := q.c
 	if c.wire == nil || !c.opts.watchOwnNode || q.brief || isDone(q.fetched) || q.ownEpoch != 0 {
 		return nil
 	}
@@ -201,12 +204,13 @@ func (c *Client) sendOwnRead(q *queueNode) <-chan result[ownRead] {
 
 // takeOwnRead waits for the own-node read sent with pred's watch and records
 // it as the lease's own read (fencing token and own-node watch).
-func (c *Client) takeOwnRead(ctx context.Context, q *queueNode, own <-chan result[ownRead]) error {
+func (q *queueNode) takeOwnRead(ctx context.Context, own <-chan result[ownRead]) error {
+	c := q.c
 	if own == nil {
 		return nil
 	}
 	res, err := await(ctx, c, own)
-	err = c.ownReadError(q, res, err)
+	err = q.ownReadError(res, err)
 	if errors.Is(err, errRetry) {
 		q.ownEpoch = 0 // read again on the next wait
 	}
@@ -216,7 +220,7 @@ func (c *Client) takeOwnRead(ctx context.Context, q *queueNode, own <-chan resul
 // ownReadError says what one read of q's own node means for the wait: nil
 // when the node is q's, in its session (recorded as the lease's own read),
 // errRetry after a dropped connection, else why q cannot hold.
-func (c *Client) ownReadError(q *queueNode, res ownRead, err error) error {
+func (q *queueNode) ownReadError(res ownRead, err error) error {
 	switch kind := classify(err); {
 	case kind == errNone && res.owner == q.sess.id:
 		q.finishFetch(res, nil)
@@ -224,7 +228,7 @@ func (c *Client) ownReadError(q *queueNode, res ownRead, err error) error {
 	case kind == errNone, kind == errSession:
 		return errSessionOver
 	case errors.Is(err, zk.ErrNoNode):
-		return c.goneReason(q)
+		return q.goneReason()
 	case kind == errStop:
 		return err
 	case kind == errConnection:
@@ -235,12 +239,13 @@ func (c *Client) ownReadError(q *queueNode, res ownRead, err error) error {
 
 // holdIfProven grants q the lock once pred, the last node ahead, is gone,
 // if q's node provably still existed then; otherwise it reads the node.
-func (c *Client) holdIfProven(ctx context.Context, q *queueNode) error {
+func (q *queueNode) holdIfProven(ctx context.Context) error {
+	c := q.c
 	if q.ownWatchProves() {
 		q.proof = handOffProof{read: q.ownEpoch, grant: c.wire.connEpoch()}
 		return nil
 	}
-	return c.confirmHead(ctx, q)
+	return q.confirmHead(ctx)
 }
 
 // ownWatchProves reports that q's node existed when the node ahead of it
@@ -264,7 +269,8 @@ func (q *queueNode) ownWatchProves() bool {
 
 // nextEvent waits for a watch of q's to fire, or says why the wait ends
 // first.
-func (c *Client) nextEvent(ctx context.Context, q *queueNode, ch <-chan zk.Event) (zk.Event, error) {
+func (q *queueNode) nextEvent(ctx context.Context, ch <-chan zk.Event) (zk.Event, error) {
+	c := q.c
 	select {
 	case ev := <-ch:
 		if ev.Type == zk.EventNotWatching && classify(ev.Err) == errSession {
@@ -288,12 +294,13 @@ func (c *Client) nextEvent(ctx context.Context, q *queueNode, ch <-chan zk.Event
 // the order of events proves nothing (see ownWatchProves): after a reconnect,
 // after an event on the own node, or without the wire; where the lease's
 // own-node read was not made yet, this read is it.
-func (c *Client) confirmHead(ctx context.Context, q *queueNode) error {
+func (q *queueNode) confirmHead(ctx context.Context) error {
+	c := q.c
 	r := c.retrier(ctx, q.sess)
 	for {
 		epoch := c.wire.connEpoch()
 		res, err := call(ctx, c, q.readOwn)
-		if err := c.ownReadError(q, res, err); !errors.Is(err, errRetry) {
+		if err := q.ownReadError(res, err); !errors.Is(err, errRetry) {
 			q.proof = handOffProof{read: epoch, grant: c.wire.connEpoch(), after: true}
 			return err
 		}
@@ -305,7 +312,8 @@ func (c *Client) confirmHead(ctx context.Context, q *queueNode) error {
 
 // goneReason says why q's node is missing: its session ended, or someone
 // deleted it while the session lived on.
-func (c *Client) goneReason(q *queueNode) error {
+func (q *queueNode) goneReason() error {
+	c := q.c
 	if q.sess.ended() || c.conn.SessionID() != q.sess.id {
 		return errSessionOver
 	}
