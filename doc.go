@@ -75,8 +75,8 @@
 // the order of events, or by a read);
 // remove.go deletes the node on every path that gives it up (acquire.go's ask
 // says what kind of node, and which turn rule, a primitive wants); lease.go turns
-// the node into a Lease, whose state (held, releasing, ended) and loss rule
-// live there with the monitor that applies them. request.go runs each
+// the node into a Lease, whose state (held, releasing, ended) lives there;
+// leaseloss.go holds the loss rule and the monitor that applies it. request.go runs each
 // ZooKeeper request so a caller can stop waiting, sorts errors by what they
 // mean, and holds the one retry policy. session.go follows the ZooKeeper
 // session (events and a cross-check of the connection), wire.go times the

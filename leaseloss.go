@@ -1,0 +1,215 @@
+package zklock
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// This file holds how a lease is lost: the monitor that ends a lease when
+// its lock goes (the session ends, the node is deleted, the own-node watch
+// ends), the reasons it reports, and the loss rule (lossCheck) with the
+// deadline the loss clock (lossclock.go) counts down to. The lease's states
+// and their transitions are in lease.go.
+
+// monitor ends the lease when the lock is lost: the session expires, the node
+// is deleted by someone else, or contact with the server has been lost for so
+// long that the session may have expired (see lossCheck). It runs until the
+// lease has ended, including while a Release is under way.
+func (l *Lease) monitor() {
+	c := l.c
+	defer c.wg.Done()
+	q := l.q
+	fetched := q.fetched // without the own-node watch, closed only if Token reads the node
+	sessLost, presumed := q.sess.lost, l.presumed
+	var own <-chan zk.Event
+	var rewatch <-chan result[ownWatch]
+	var again <-chan time.Time // the next attempt to set the own-node watch again
+	var backoff rewatchBackoff
+	for {
+		var lost error
+		select {
+		case <-l.done:
+			return
+		case <-fetched:
+			fetched, own = nil, q.ownEv
+			if q.fetchErr != nil {
+				lost = fetchLost(q.full(), q.fetchErr)
+			}
+			if q.revokeAsked {
+				l.revokeRequested()
+			}
+		case ev := <-own:
+			own = nil
+			lost = l.ownNodeEvent(ev)
+			if lost == nil {
+				rewatch = l.watchOwnNode()
+			}
+		case r := <-rewatch:
+			rewatch = nil
+			switch {
+			case r.err == nil:
+				own, backoff = r.v.ev, 0
+				if isRevokeRequest(r.v.data) {
+					l.revokeRequested()
+				}
+			case errors.Is(r.err, zk.ErrNoNode):
+				lost = deletedByOther(q.full())
+			default: // never give the watch up: the loss checks cover the session meanwhile
+				again = time.After(backoff.next())
+			}
+		case <-again:
+			again, rewatch = nil, l.watchOwnNode()
+		case <-sessLost:
+			sessLost, lost = nil, q.lossCheck()
+		case <-presumed:
+			presumed, lost = nil, fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)
+		case <-c.clock.current():
+			lost = q.lossCheck()
+		}
+		if lost != nil {
+			l.lose(lost) // ends the lease, or waits for a Release's outcome
+		}
+	}
+}
+
+// ownNodeEvent turns an event of the own-node watch into the loss it means,
+// or nil when the node is still there (its data changed: watch again).
+func (l *Lease) ownNodeEvent(ev zk.Event) error {
+	c := l.c
+	switch {
+	case ev.Type == zk.EventNodeDeleted:
+		if c.wire != nil && c.untilLossDeadline() <= 0 {
+			// Woken after a pause: the server expired the session and
+			// deleted the node itself.
+			return fmt.Errorf("%w: no word from ZooKeeper for longer than the session can be trusted (node %s is gone)", ErrLockLost, l.q.full())
+		}
+		return deletedByOther(l.q.full())
+	case ev.Type == zk.EventNotWatching:
+		if c.isClosed() {
+			return ErrClosed
+		}
+		return fmt.Errorf("%w: watch on %s ended: %w", ErrLockLost, l.q.full(), ev.Err)
+	}
+	return nil
+}
+
+// rewatchBackoff spaces the attempts to set the own-node watch again after
+// a failed read: the monitor retries until one succeeds, the node is found
+// gone, or the lease ends.
+type rewatchBackoff time.Duration
+
+func (b *rewatchBackoff) next() time.Duration {
+	*b = rewatchBackoff(min(max(2*time.Duration(*b), retryFirst), retryMax))
+	return time.Duration(*b)
+}
+
+// ownWatch is the own-node watch set again, with the data it read.
+type ownWatch struct {
+	ev   <-chan zk.Event
+	data []byte
+}
+
+// watchOwnNode sets the own-node watch again, without blocking the monitor.
+func (l *Lease) watchOwnNode() <-chan result[ownWatch] {
+	c, node := l.c, l.q.full()
+	return goCall(c, func() (ownWatch, error) {
+		if hook := testHookRewatch.Load(); hook != nil {
+			(*hook)()
+		}
+		data, _, ch, err := c.conn.GetW(node)
+		return ownWatch{ch, data}, err
+	})
+}
+
+// testHookRewatch, set only by tests, runs before the own-node watch is set
+// again after it fired.
+var testHookRewatch atomic.Pointer[func()]
+
+// nodeDeletedError is the loss of a lease whose node disappeared with its
+// session alive. During a Release it may be the Release's own delete.
+type nodeDeletedError struct{ node string }
+
+func (e *nodeDeletedError) Error() string {
+	return ErrLockLost.Error() + ": node " + e.node + " was deleted by someone else"
+}
+
+func (e *nodeDeletedError) Unwrap() error { return ErrLockLost }
+
+func deletedByOther(node string) error { return &nodeDeletedError{node} }
+
+func isNodeDeleted(err error) bool {
+	var nd *nodeDeletedError
+	return errors.As(err, &nd)
+}
+
+// fetchLost turns a failed read of the lease's own node into the loss it means.
+func fetchLost(node string, err error) error {
+	switch {
+	case errors.Is(err, ErrLockLost), errors.Is(err, ErrClosed):
+		return err
+	case errors.Is(err, zk.ErrNoNode):
+		return deletedByOther(node)
+	case errors.Is(err, zk.ErrSessionExpired):
+		return fmt.Errorf("%w: session expired: %w", ErrLockLost, err)
+	default:
+		return fmt.Errorf("%w: reading %s: %w", ErrLockLost, node, err)
+	}
+}
+
+// lossFraction is the part of the granted session timeout, counted from the
+// last moment the server is known to have heard from this client, after which
+// a lease is presumed lost. ZooKeeper expires a session no earlier than one
+// timeout after it last heard from the client (it rounds expiry up to the next
+// tick), and only then can another session be granted the lock; the 20%
+// margin absorbs timer lateness and clock-rate differences.
+const lossFraction = 0.8
+
+// lossCheck is the loss rule: why a lease on q must be presumed lost now, or
+// nil. It needs no event: it reads the session id and the wire clock.
+func (q *queueNode) lossCheck() error {
+	c := q.c
+	switch {
+	case q.sess.ended() || c.conn.SessionID() != q.sess.id:
+		return c.sessionLoss()
+	case c.wire != nil:
+		if c.untilLossDeadline() <= 0 {
+			return fmt.Errorf("%w: no word from ZooKeeper for longer than the session can be trusted", ErrLockLost)
+		}
+	case c.conn.State() != zk.StateHasSession:
+		return fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)
+	}
+	return nil
+}
+
+// sessionLoss is the end of a lease whose session is over.
+func (c *Client) sessionLoss() error {
+	switch {
+	case c.isClosed():
+		return ErrClosed
+	case c.connIsEnded():
+		return fmt.Errorf("%w: the connection was closed", ErrLockLost)
+	}
+	return fmt.Errorf("%w: session expired: %w", ErrLockLost, zk.ErrSessionExpired)
+}
+
+// untilLossDeadline returns how long until leases must be presumed lost.
+func (c *Client) untilLossDeadline() time.Duration {
+	contact, _ := c.wire.lastContact()
+	return time.Until(contact.Add(time.Duration(float64(c.grantedTimeout())*lossFraction) - c.opts.followerLag))
+}
+
+// checkInterval is how long the loss clock sleeps between loss checks: until
+// the loss deadline, and at most a third of the granted session timeout, so
+// a session change that no event announced is noticed too. Before the grant
+// is known no lease can exist; the wire wakes the clock when it arrives.
+func (c *Client) checkInterval() time.Duration {
+	d := c.grantedTimeout() / 3
+	if c.wire != nil {
+		d = min(d, c.untilLossDeadline())
+	}
+	return max(d, time.Millisecond)
+}
