@@ -153,7 +153,7 @@ func (r *ReentrantMutex) checkNested(key string, h *hold) (*Lease, error) {
 // first queues for the lock with the owner's fresh hold h.
 func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explicit string, g int64) (*Lease, error) {
 	c := r.c
-	l, err := c.acquire(ctx, ask{path: r.path, owner: c.ownerRecord(explicit, g), style: lockpath.MutexStyle, rule: lockpath.MutexTurn})
+	l, err := c.acquire(ctx, ask{path: r.path, owner: c.ownerRecord(explicit, g), style: lockpath.MutexStyle, rule: lockpath.MutexTurn, policy: policyLock})
 	c.holds.mu.Lock()
 	defer c.holds.mu.Unlock()
 	if err != nil {
