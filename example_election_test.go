@@ -70,10 +70,10 @@ func ExampleLease_Multi() {
 	client, _ := zklock.Connect(ctx, servers)
 	defer client.Close()
 	mu, _ := client.NewMutex("/examples/guarded")
+	lease, _ := mu.Acquire(ctx) // makes /examples too
 	_, _ = client.Conn().Create("/examples/guarded-config", []byte("v1"), 0, zk.WorldACL(zk.PermAll))
 	defer client.Conn().Delete("/examples/guarded-config", -1)
 
-	lease, _ := mu.Acquire(ctx)
 	// Applied only while the lease's node exists: a holder that lost the
 	// lock (expired, deleted, paused too long) cannot write any more.
 	_, err := lease.Multi(ctx, &zk.SetDataRequest{Path: "/examples/guarded-config", Data: []byte("v2"), Version: -1})
