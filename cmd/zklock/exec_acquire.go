@@ -1,0 +1,168 @@
+package main
+
+// How exec gets its lock: connecting, building the primitive the flags ask
+// for, waiting for the turn (or trying, with --try), and reporting why it
+// could not.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock"
+)
+
+var errTimedOut = errors.New("--timeout expired")
+
+// acquired is the outcome of connecting and acquiring the lock.
+type acquired struct {
+	client *zklock.Client
+	lease  *zklock.Lease
+	err    error
+}
+
+// acquire connects and waits for the lock. It returns the client and lease,
+// or a nil client and the exit code after reporting the failure.
+func (o *execOpts) acquire(sigs <-chan os.Signal, stderr io.Writer) (*zklock.Client, *zklock.Lease, int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if o.timeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, o.timeout, errTimedOut)
+		defer stop()
+	}
+	done := make(chan acquired, 1)
+	go func() { done <- o.connectAndAcquire(ctx, stderr) }()
+
+	var r acquired
+	select {
+	case r = <-done:
+	case sig := <-sigs:
+		cancel() // Acquire removes our queue node before it returns
+		r = <-done
+		if r.client != nil {
+			closeClient(r.client) // releases the lease if we got it meanwhile
+		}
+		return nil, nil, fail(stderr, 128+signum(sig), "stopped by %s while waiting for %s", forwarded[sig], o.path)
+	}
+	if r.err == nil {
+		return r.client, r.lease, 0
+	}
+	return nil, nil, o.acquireFailed(r, errors.Is(context.Cause(ctx), errTimedOut), stderr)
+}
+
+// connectAndAcquire opens a session and acquires the lock (or tries to, with
+// --try), bounded by ctx. The client is returned even when acquiring fails.
+func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acquired {
+	opts := []zklock.Option{zklock.WithSessionTimeout(o.session)}
+	if o.verbose {
+		opts = append(opts, zklock.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	}
+	conn := *o.conn
+	if o.try {
+		// --try never waits for a lock, and not long for ZooKeeper either.
+		conn.connectTimeout = min(conn.connectTimeout, tryConnectTimeout)
+	}
+	client, err := conn.connect(ctx, opts...)
+	if err != nil {
+		return acquired{err: err}
+	}
+	acquire, try, err := o.primitive(client)
+	var lease *zklock.Lease
+	if err == nil {
+		actx := zklock.WithOwner(ctx, o.owner)
+		if o.try {
+			lease, err = try(actx)
+		} else {
+			lease, err = acquire(actx)
+		}
+	}
+	return acquired{client, lease, err}
+}
+
+// tryConnectTimeout caps --connect-timeout for --try: a caller that will not
+// wait for the lock should hear of an outage quickly.
+const tryConnectTimeout = 3 * time.Second
+
+type acquireFunc func(context.Context) (*zklock.Lease, error)
+
+// primitive is the lock the flags ask for, as its Acquire and TryAcquire.
+func (o *execOpts) primitive(c *zklock.Client) (acquire, try acquireFunc, err error) {
+	switch {
+	case o.read || o.write:
+		var opts []zklock.RWOption
+		if o.kazoo {
+			opts = append(opts, zklock.KazooNames())
+		}
+		rw, err := c.NewRWMutex(o.paths[0], opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		if o.read {
+			return rw.AcquireRead, rw.TryAcquireRead, nil
+		}
+		return rw.AcquireWrite, rw.TryAcquireWrite, nil
+	case o.permits > 0:
+		s, err := c.NewSemaphore(o.paths[0], o.permits)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s.Acquire, s.TryAcquire, nil
+	case o.value != "":
+		e, err := c.NewElection(o.paths[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		campaign := func(ctx context.Context) (*zklock.Lease, error) {
+			ld, err := e.Campaign(ctx, o.value)
+			if err != nil {
+				return nil, err
+			}
+			return ld.Lease, nil
+		}
+		return campaign, nil, nil
+	case len(o.paths) > 1:
+		ml, err := c.NewMultiLock(o.paths...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ml.Acquire, ml.TryAcquire, nil
+	}
+	m, err := c.NewMutex(o.paths[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	return m.Acquire, m.TryAcquire, nil
+}
+
+// acquireFailed reports why r failed and returns the exit code, telling the
+// causes apart by the errors they wrap; timedOut: --timeout expired. It
+// closes r's client, if any, after the report.
+func (o *execOpts) acquireFailed(r acquired, timedOut bool, stderr io.Writer) int {
+	if r.client == nil { // no session: an outage, never contention, whatever --timeout says
+		return fail(stderr, o.conn.connectExit(r.err), "%s", o.conn.unreachable(r.err))
+	}
+	defer closeClient(r.client)
+	switch {
+	case errors.Is(r.err, zklock.ErrUnreachable):
+		return fail(stderr, exitUnavailable, "lost contact with ZooKeeper at %s while waiting for %s: %s", o.conn.servers, o.path, cause(r.err))
+	case errors.Is(r.err, zk.ErrNoAuth):
+		return fail(stderr, exitSoftware, "ZooKeeper refused to let this client queue on %s: not authorised by the path's ACL (%s); give credentials with $%s or --auth-file, or the client certificate of the path's owner", o.path, cause(r.err), envAuth)
+	case errors.Is(r.err, zk.ErrInvalidACL):
+		return fail(stderr, exitSoftware, "ZooKeeper refused the protected ACL for %s: the session has no identity it knows (a client certificate counts only where the server asks for one, ssl.clientAuth want or need); give credentials with $%s or --auth-file, or use --acl open", o.path, envAuth)
+	case errors.Is(r.err, zklock.ErrIncompatible):
+		return fail(stderr, exitUsage, "refusing to share %s: %s", o.path, strings.TrimPrefix(cause(r.err), strings.TrimPrefix(zklock.ErrIncompatible.Error(), libPrefix)+": "))
+	case errors.Is(r.err, zklock.ErrLocked):
+		return fail(stderr, exitLocked, "lock is held: %s is taken or has waiters; drop --try to wait for it, or see who holds it with 'zklock status %s'", o.path, strings.Join(o.paths, " "))
+	case timedOut:
+		return fail(stderr, exitTimeout, "timed out after %v waiting for %s; see who holds it with 'zklock status %s'", o.timeout, o.path, strings.Join(o.paths, " "))
+	default:
+		return fail(stderr, exitSoftware, "cannot acquire %s: %s", o.path, cause(r.err))
+	}
+}

@@ -1,0 +1,176 @@
+package main
+
+// How exec holds its lock: the command run under the lease, its signals
+// passed on, stopped if the lease ends, and the lock released after it.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zklock/zklock"
+)
+
+// hold runs the command under the lease and releases the lease after it.
+func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stderr io.Writer) int {
+	token, code := o.confirm(lease, stderr)
+	if token == 0 {
+		return code
+	}
+	cmd := o.command(lease, token, stdout, stderr)
+	if err := cmd.Start(); err != nil {
+		release(lease, o.session)
+		return fail(stderr, exitCannotRun, "cannot run %q: %v", o.argv[0], err)
+	}
+	reap := startReaper(cmd.Process.Pid, o.grace)
+	r := o.supervise(cmd, lease, sigs, stderr)
+	reap.stop() // the command has exited: what it left is finish's to decide
+	return o.finish(cmd, lease, r, stderr)
+}
+
+// confirm returns the lease's fencing token, or 0 and the exit code after
+// reporting that the lock was lost before the command could start.
+func (o *execOpts) confirm(lease *zklock.Lease, stderr io.Writer) (int64, int) {
+	token, err := lease.Token(context.Background()) // may wait one round trip
+	if err == nil {
+		err = lease.Err()
+	}
+	if err != nil {
+		return 0, fail(stderr, exitLost, "lost the lock on %s before the command started: %s; run it again", o.path, lossCause(err))
+	}
+	return token, exitOK
+}
+
+// command prepares the command, in its own process group, with the lock in
+// its environment.
+func (o *execOpts) command(lease *zklock.Lease, token int64, stdout, stderr io.Writer) *exec.Cmd {
+	cmd := exec.Command(o.argv[0], o.argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	cmd.Env = append(os.Environ(), // later entries win
+		"ZKLOCK_PATH="+o.path,
+		"ZKLOCK_NODE="+lease.Node(),
+		"ZKLOCK_TOKEN="+strconv.FormatInt(token, 10),
+		"ZKLOCK_TOKENS="+o.partTokens(lease))
+	setProcAttr(cmd)
+	return cmd
+}
+
+// supervised is how a command's run under the lease ended.
+type supervised struct {
+	waitErr error // what waiting for the command returned
+	lost    error // why the lease ended while the command ran; nil if it held
+	killed  bool  // the command outlived --grace after SIGTERM and got SIGKILL
+}
+
+// supervise waits for the started command to exit. It passes signals on to
+// the command's process group and stops the group if the lease ends first:
+// SIGTERM at once, SIGKILL after --grace.
+func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, sigs <-chan os.Signal, stderr io.Writer) supervised {
+	pgid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	var (
+		r       supervised
+		leaseUp = lease.Done()
+		killAt  <-chan time.Time
+		asked   <-chan struct{} // --revocable: a request to release
+	)
+	if o.revoke {
+		asked = lease.RevokeRequested()
+	}
+	for {
+		select {
+		case r.waitErr = <-exited:
+			return r
+		case sig := <-sigs:
+			_ = syscall.Kill(-pgid, sig.(syscall.Signal))
+		case <-asked:
+			asked = nil
+			fmt.Fprintf(stderr, "zklock: asked to release the lock on %s; stopping the command: SIGTERM now, SIGKILL after %v\n", o.path, o.grace)
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			killAt = time.After(o.grace)
+		case <-leaseUp:
+			leaseUp = nil
+			r.lost = lease.Err()
+			fmt.Fprintf(stderr, "zklock: lost the lock on %s while the command ran: %s; stopping the command: SIGTERM now, SIGKILL after %v\n",
+				o.path, lossCause(r.lost), o.grace)
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			killAt = time.After(o.grace)
+		case <-killAt:
+			killAt = nil
+			r.killed = true
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
+}
+
+// finish settles the lock once the command has exited: it releases the lease
+// and returns the command's exit status, or reports the lease lost (76).
+func (o *execOpts) finish(cmd *exec.Cmd, lease *zklock.Lease, r supervised, stderr io.Writer) int {
+	if r.lost == nil {
+		// Lost just as the command ended: it may have run without the lock.
+		if err := lease.Err(); err != nil {
+			r.lost = err
+			fmt.Fprintf(stderr, "zklock: lost the lock on %s as the command ended: %s\n", o.path, lossCause(r.lost))
+		}
+	}
+	if r.lost != nil {
+		// Whatever is left of the command's process group runs unprotected.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if r.killed {
+			fmt.Fprintf(stderr, "zklock: the command ignored SIGTERM for %v; killed it\n", o.grace)
+		}
+		return exitLost
+	}
+	release(lease, o.session)
+	if cmd.ProcessState == nil {
+		return fail(stderr, exitSoftware, "waiting for the command: %v", r.waitErr)
+	}
+	return exitStatus(cmd.ProcessState)
+}
+
+// release gives the lock up. It waits at most one session timeout: if the
+// delete cannot get through by then, exiting does as well, since the node
+// goes when the session ends.
+func release(lease *zklock.Lease, session time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), session)
+	defer cancel()
+	_ = lease.Release(ctx)
+}
+
+func exitStatus(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func signum(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return int(n)
+	}
+	return 0
+}
+
+// partTokens is ZKLOCK_TOKENS: path=token for each path the lease holds, in
+// the order taken, so a command can fence each resource with its own path's
+// token. Tokens are known by the time the command starts (confirm read the
+// lease's token, which reads every part's).
+func (o *execOpts) partTokens(lease *zklock.Lease) string {
+	var b strings.Builder
+	for i, p := range lease.Parts() { // one per path, in o.paths' order
+		tok, _ := p.Token(context.Background())
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(o.paths[i] + "=" + strconv.FormatInt(tok, 10))
+	}
+	return b.String()
+}
