@@ -66,6 +66,18 @@ func (s *securityFlags) doLoad() string {
 	if (s.tlsCert == "") != (s.tlsKey == "") {
 		return "--tls-cert and --tls-key go together"
 	}
+	if msg := s.loadTLS(); msg != "" {
+		return msg
+	}
+	if msg := s.loadCredentials(); msg != "" {
+		return msg
+	}
+	return s.chooseACL()
+}
+
+// loadTLS reads --tls-ca, --tls-cert and --tls-key into a WithTLS option, if
+// any is given; it returns a usage message or "".
+func (s *securityFlags) loadTLS() string {
 	if s.tlsCA != "" || s.tlsCert != "" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if s.tlsCA != "" {
@@ -87,6 +99,13 @@ func (s *securityFlags) doLoad() string {
 		}
 		s.opts = append(s.opts, zklock.WithTLS(cfg))
 	}
+	return ""
+}
+
+// loadCredentials reads digest credentials from --auth-file or $ZKLOCK_AUTH
+// into a WithDigestAuth option, and records in s.from where they came from;
+// it returns a usage message or "".
+func (s *securityFlags) loadCredentials() string {
 	cred := ""
 	switch {
 	case s.authFile != "":
@@ -105,6 +124,13 @@ func (s *securityFlags) doLoad() string {
 		}
 		s.opts = append(s.opts, zklock.WithDigestAuth(user, pass))
 	}
+	return ""
+}
+
+// chooseACL turns --acl (by default protected when the client has an
+// identity, else open) into a WithACL option; it returns a usage message or
+// "".
+func (s *securityFlags) chooseACL() string {
 	// A client certificate is an identity too: ZooKeeper's x509 scheme
 	// names the session by the certificate's subject.
 	identity := s.from != "" || s.tlsCert != ""
