@@ -1,0 +1,246 @@
+package zklock
+
+// One connection under the wire: each packet's send time, the reply frames
+// parsed as they are read (a first frame that is not ZooKeeper's connect
+// response refused before go-zookeeper allocates it), and the answers that
+// move the wire's contact forward.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+type wireConn struct {
+	net.Conn          // what go-zookeeper reads and writes: plaintext frames
+	raw      net.Conn // the socket under TLS and the chroot; nil in tests
+	w        *wire
+	addr     string // the address dialled
+
+	mu      sync.Mutex
+	sent    []int64 // send times of requests not yet answered, oldest first
+	lenBuf  [4]byte
+	lenN    int
+	left    int64    // payload bytes still to come in the current frame (int64: a length may exceed 2^31 on 32-bit)
+	head    [16]byte // start of the current frame's payload
+	headN   int
+	handled bool // the current frame's header was processed
+	frames  int  // frames read on this connection
+
+	awaiting map[int32]*expectation // expected packets written here, by xid, until their reply
+
+	// Read buffer, used only by go-zookeeper's receive goroutine.
+	// go-zookeeper reads every reply in two reads (length, then payload);
+	// the buffer serves both from one system call.
+	rbuf       []byte
+	rpos, rend int
+	rerr       error // the error that ended the last fill, returned once the buffer is drained
+}
+
+// readBufSize holds many small replies; a larger read bypasses the buffer.
+const readBufSize = 16 << 10
+
+func (c *wireConn) Write(p []byte) (int, error) {
+	now := c.w.now()
+	c.mu.Lock()
+	c.sent = append(c.sent, now)
+	c.mu.Unlock()
+
+	w := c.w
+	w.mu.Lock()
+	w.writes++
+	var met []*expectation
+	if len(w.expected) > 0 {
+		met = w.sawWrite(p)
+	}
+	w.mu.Unlock()
+	if len(met) > 0 && len(p) >= 8 {
+		c.await(int32(binary.BigEndian.Uint32(p[4:8])), met[0]) // go-zookeeper writes [length][xid]...
+	}
+	return c.Conn.Write(p)
+}
+
+// await keeps e until the reply to the request with xid arrives.
+func (c *wireConn) await(xid int32, e *expectation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.awaiting == nil {
+		c.awaiting = make(map[int32]*expectation)
+	}
+	c.awaiting[xid] = e
+}
+
+func (c *wireConn) Read(p []byte) (int, error) {
+	if c.rpos == c.rend {
+		if c.rerr != nil {
+			err := c.rerr
+			c.rerr = nil
+			return 0, err
+		}
+		if len(p) >= readBufSize {
+			return c.fill(p)
+		}
+		if c.rbuf == nil {
+			c.rbuf = make([]byte, readBufSize)
+		}
+		n, err := c.fill(c.rbuf)
+		c.rpos, c.rend, c.rerr = 0, n, err
+		if n == 0 {
+			c.rerr = nil
+			return 0, err
+		}
+	}
+	n := copy(p, c.rbuf[c.rpos:c.rend])
+	c.rpos += n
+	return n, nil
+}
+
+// fill reads from the socket into b and parses what arrived, refusing a
+// reply that is not ZooKeeper's before go-zookeeper believes its length and
+// allocates it.
+func (c *wireConn) fill(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		if perr := c.parse(b[:n]); perr != nil {
+			c.w.setErr(c.addr, perr)
+			c.closeRaw()
+			return 0, perr
+		}
+	}
+	if err != nil && c.w.ctx.Err() == nil && c.handshakeless() {
+		c.w.setErr(c.addr, c.w.closedBeforeAnswer(err))
+	}
+	return n, err
+}
+
+// handshakeless reports a connection that has had no frame back yet.
+func (c *wireConn) handshakeless() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frames == 0
+}
+
+func (c *wireConn) Close() error {
+	c.w.mu.Lock()
+	delete(c.w.conns, c)
+	c.w.mu.Unlock()
+	return c.closeRaw()
+}
+
+// closeRaw closes the socket itself: a TLS close would first try to send an
+// alert, which a stalled connection can hold for seconds.
+func (c *wireConn) closeRaw() error {
+	if c.raw != nil {
+		return c.raw.Close()
+	}
+	return c.Conn.Close()
+}
+
+// maxConnectResponse bounds the first frame: ZooKeeper's connect response is
+// 36 or 37 bytes. Anything else (an HTTP server answers "HTTP", which reads
+// as a length of 1.2 GB) is not ZooKeeper.
+const (
+	minConnectResponse = 20
+	maxConnectResponse = 64
+)
+
+// errNotZooKeeper reports a server whose first reply is not a connect response.
+// It is reported inside Connect's error, so it carries no prefix of its own.
+var errNotZooKeeper = errors.New("the server's reply is not ZooKeeper's")
+
+// parse walks frame boundaries: [4-byte length][payload]. Only the first 16
+// payload bytes matter: the connect response's timeout, or a reply's xid.
+func (c *wireConn) parse(b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(b) > 0 {
+		if c.left == 0 {
+			k := copy(c.lenBuf[c.lenN:], b)
+			c.lenN += k
+			b = b[k:]
+			if c.lenN < 4 {
+				return nil
+			}
+			c.lenN = 0
+			c.left = int64(binary.BigEndian.Uint32(c.lenBuf[:]))
+			if c.frames == 0 && (c.left < minConnectResponse || c.left > maxConnectResponse) {
+				if c.w.tls == nil && isTLSRecord(c.lenBuf[:]) {
+					return fmt.Errorf("%w: it answered with TLS (%q): the port wants TLS, see WithTLS", errNotZooKeeper, c.lenBuf[:])
+				}
+				return fmt.Errorf("%w (first frame of %d bytes, starting %q)", errNotZooKeeper, c.left, c.lenBuf[:])
+			}
+			c.headN, c.handled = 0, false
+			if c.left == 0 {
+				continue
+			}
+		}
+		take := int(min(int64(len(b)), c.left))
+		if c.headN < len(c.head) {
+			c.headN += copy(c.head[c.headN:], b[:take])
+		}
+		b = b[take:]
+		c.left -= int64(take)
+		if !c.handled && (c.headN == len(c.head) || c.left == 0) {
+			c.handled = true
+			c.frame()
+		}
+	}
+	return nil
+}
+
+// frame handles one frame header; c.mu is held.
+func (c *wireConn) frame() {
+	c.frames++
+	if c.frames == 1 {
+		// Connect response: protocol version, then the granted timeout in ms.
+		if c.headN >= 8 {
+			ms := int32(binary.BigEndian.Uint32(c.head[4:8]))
+			c.answered(time.Duration(ms)*time.Millisecond, true)
+		}
+		return
+	}
+	if c.headN < 4 {
+		return
+	}
+	xid := int32(binary.BigEndian.Uint32(c.head[:4]))
+	if xid == -1 {
+		return // a watch notification: the server sends it unasked
+	}
+	if e, ok := c.awaiting[xid]; ok && c.headN == len(c.head) {
+		delete(c.awaiting, xid)
+		if binary.BigEndian.Uint32(c.head[12:16]) == 0 { // no error
+			e.zxid.Store(int64(binary.BigEndian.Uint64(c.head[4:12])))
+		}
+	}
+	c.answered(0, false)
+}
+
+// answered pops the oldest outstanding send time: the server has now heard
+// from us at least as late as that.
+func (c *wireConn) answered(granted time.Duration, connect bool) {
+	if len(c.sent) == 0 {
+		return
+	}
+	t := c.sent[0]
+	c.sent = c.sent[1:]
+	if connect && granted <= 0 {
+		return // the session was refused (expired): no news of a live session
+	}
+	w := c.w
+	w.mu.Lock()
+	if t > w.contact {
+		w.contact = t
+		if w.contactWatched {
+			w.contactWatched = false
+			w.wakeClock()
+		}
+	}
+	if connect && granted != w.granted {
+		w.granted = granted
+		w.wakeClock()
+	}
+	w.mu.Unlock()
+}
