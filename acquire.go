@@ -124,7 +124,7 @@ func (c *Client) acquireQueued(ctx context.Context, a ask) (*Lease, error) {
 
 // acquireOnce queues one node and waits for its turn.
 func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
-	sess, err := c.liveSession(ctx)
+	sess, err := c.session.live(ctx)
 	if err != nil {
 		return nil, err
 	}

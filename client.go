@@ -32,14 +32,13 @@ type Client struct {
 
 	closing    chan struct{} // closed by Close
 	connClosed chan struct{} // closed once Close has closed an owned connection
-	connEnded  chan struct{} // closed when go-zookeeper's event channel closed: no session will come again
 	closeOnce  sync.Once
 	eventsEnd  chan struct{} // closed when the event goroutine ends
 	wg         sync.WaitGroup
 
-	mu      sync.Mutex // guards the four fields below
-	sess    *session
-	ready   chan struct{} // closed and replaced when a new session is established
+	session *sessionTracker // session.go's, under its own lock
+
+	mu      sync.Mutex // guards the two fields below
 	leases  map[*Lease]struct{}
 	drained bool // Close has released the leases: no new release goroutines
 
@@ -194,7 +193,7 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, 
 		return nil, err
 	}
 	c := newClient(conn, false, nil, o)
-	c.syncSession()
+	c.session.sync()
 	go c.eventLoop(events, true)
 	for _, a := range c.opts.auth {
 		// go-zookeeper re-sends these after every reconnect.
@@ -221,16 +220,13 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 		handler:    newEventHandler(o.onEvent),
 		closing:    make(chan struct{}),
 		connClosed: make(chan struct{}),
-		connEnded:  make(chan struct{}),
 		eventsEnd:  make(chan struct{}),
-		sess:       newSession(0),
-		ready:      make(chan struct{}),
 		leases:     make(map[*Lease]struct{}),
 		holds:      holdTable{byPath: make(map[string]map[string]*hold)},
 	}
-	c.sess.end() // no session yet
 	c.cleaner = newCleaner(c)
 	c.clock = newLossClock(c)
+	c.session = newSessionTracker(conn, c.log, c.clock.states, c.closing)
 	c.wg.Add(1)
 	go c.clock.run()
 	return c
@@ -300,9 +296,7 @@ func (c *Client) Close() error {
 		c.cleaner.wait()
 		<-c.eventsEnd
 		c.handler.wait(time.Second)
-		c.mu.Lock()
-		c.sess.end()
-		c.mu.Unlock()
+		c.session.end()
 	})
 	return nil
 }

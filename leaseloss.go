@@ -190,7 +190,7 @@ func (c *Client) sessionLoss() error {
 	switch {
 	case c.isClosed():
 		return ErrClosed
-	case c.connIsEnded():
+	case c.session.connIsEnded():
 		return fmt.Errorf("%w: the connection was closed", ErrLockLost)
 	}
 	return fmt.Errorf("%w: session expired: %w", ErrLockLost, zk.ErrSessionExpired)

@@ -68,7 +68,7 @@ func (k *lossClock) run() {
 // tick applies the loss rule once and returns how long to nap.
 func (k *lossClock) tick() time.Duration {
 	c := k.c
-	c.syncSession() // a session change that no event announced ends its leases
+	c.session.sync() // a session change that no event announced ends its leases
 	var contact time.Time
 	if c.wire != nil {
 		contact, _ = c.wire.lastContact()
@@ -97,7 +97,7 @@ func (k *lossClock) reportContact(due bool) {
 	switch {
 	case due:
 		k.states.set(StateLost)
-	case k.states.get() == StateLost && c.connSession() != 0:
+	case k.states.get() == StateLost && c.session.connSession() != 0:
 		k.states.set(StateConnected) // from lost: reconnected
 	}
 }

@@ -64,7 +64,7 @@ func (e *Election) observe(ctx context.Context, out chan Leader) {
 			return
 		case <-c.closing:
 			return
-		case <-c.connEnded:
+		case <-c.session.ended:
 			return
 		}
 	}

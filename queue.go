@@ -111,10 +111,10 @@ func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode,
 	// The node belongs to the session the create ran in, which need not be
 	// the one the caller started with: go-zookeeper sends a request queued
 	// during an expiry on the next session.
-	if q.sess, err = c.sessionFor(ctx, node.session); err != nil {
+	if q.sess, err = c.session.byID(ctx, node.session); err != nil {
 		// Delete by name even when the session looks over: the view may be
 		// stale, and a node that is gone costs one NoNode.
-		q.sess = c.session()
+		q.sess = c.session.current()
 		_ = q.abandon()
 		return nil, nil, err
 	}

@@ -135,7 +135,7 @@ func (c *Client) firstSession(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	_, err := c.liveSession(ctx)
+	_, err := c.session.live(ctx)
 	cancel(nil)
 	<-done
 	if err != nil && errors.Is(context.Cause(ctx), errNoRetryHelps) {

@@ -52,7 +52,7 @@ func (q *queueNode) removeCreated(r result[createdNode]) error {
 	default:
 		return nil // never created, or gone with the session
 	}
-	q.sess = c.session()
+	q.sess = c.session.current()
 	return q.removeNode()
 }
 

@@ -111,7 +111,7 @@ func (r *retrier) wait() error {
 		return errSessionOver
 	case <-r.closed:
 		return ErrClosed
-	case <-r.c.connEnded:
+	case <-r.c.session.ended:
 		return errConnEnded
 	case <-r.ctx.Done():
 		// The last attempt failed for want of a connection.

@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -45,12 +46,12 @@ func (c *Client) onEvent(ev zk.Event) {
 	states := c.clock.states
 	switch ev.State {
 	case zk.StateHasSession:
-		c.syncSession()
+		c.session.sync()
 		if !c.clock.due() {
 			states.set(StateConnected) // or reconnected, after a drop
 		}
 	case zk.StateExpired:
-		c.syncSession()
+		c.session.sync()
 		states.set(StateExpired)
 	case zk.StateDisconnected:
 		states.set(StateSuspended)
@@ -63,99 +64,137 @@ func (c *Client) onEvent(ev zk.Event) {
 	}
 }
 
+// sessionTracker is the client's record of its ZooKeeper session: which
+// session is current, the channel that announces the next one, and whether
+// the connection has ended for good. Every read cross-checks the connection
+// (sync), so a dropped event only delays what it would have announced.
+type sessionTracker struct {
+	conn    *zk.Conn
+	log     *slog.Logger
+	states  *stateFeed      // the loss clock's: what users see (sessionstate.go)
+	closing <-chan struct{} // the client's: closed by Close
+	ended   chan struct{}   // closed when go-zookeeper's event channel closed: no session will come again
+
+	mu    sync.Mutex // guards the two fields below
+	cur   *session
+	ready chan struct{} // closed and replaced when a new session is established
+}
+
+func newSessionTracker(conn *zk.Conn, log *slog.Logger, states *stateFeed, closing <-chan struct{}) *sessionTracker {
+	t := &sessionTracker{conn: conn, log: log, states: states, closing: closing,
+		ended: make(chan struct{}), cur: newSession(0), ready: make(chan struct{})}
+	t.cur.end() // no session yet
+	return t
+}
+
 // connSession returns the id of the connection's live session, or 0.
-func (c *Client) connSession() int64 {
-	id := c.conn.SessionID()
-	if id == 0 || c.conn.State() != zk.StateHasSession || c.conn.SessionID() != id {
+func (t *sessionTracker) connSession() int64 {
+	id := t.conn.SessionID()
+	if id == 0 || t.conn.State() != zk.StateHasSession || t.conn.SessionID() != id {
 		return 0
 	}
 	return id
 }
 
-// syncSession brings c.sess in line with the connection: a session id that
+// sync brings t.cur in line with the connection: a session id that
 // changed means the old session is over (expired: go-zookeeper sets the id to
 // zero, then to the next session's). Events only make this happen sooner.
 //
-// The connection's state is read under c.mu, so two syncs cannot act on
+// The connection's state is read under t.mu, so two syncs cannot act on
 // readings taken in the other order; the returned channel is the one to wait
 // on for the next session, read in the same critical section (no missed
 // wake-up).
-func (c *Client) syncSession() (*session, <-chan struct{}) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	live := c.connSession()
-	current := c.conn.SessionID()
-	if c.sess.id != current && !c.sess.ended() {
-		c.log.Warn("zklock: session expired", "session", fmt.Sprintf("0x%x", c.sess.id))
-		c.sess.end()
-		if c.sess.id != 0 && !c.isClosed() && !c.connIsEnded() {
-			c.clock.states.set(StateExpired)
+func (t *sessionTracker) sync() (*session, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	live := t.connSession()
+	current := t.conn.SessionID()
+	closed := isDone(t.closing)
+	if t.cur.id != current && !t.cur.ended() {
+		t.log.Warn("zklock: session expired", "session", fmt.Sprintf("0x%x", t.cur.id))
+		t.cur.end()
+		if t.cur.id != 0 && !closed && !t.connIsEnded() {
+			t.states.set(StateExpired)
 		}
 	}
-	if live != 0 && c.sess.ended() && !c.isClosed() && !c.connIsEnded() {
-		c.sess = newSession(live)
-		close(c.ready)
-		c.ready = make(chan struct{})
-		c.log.Info("zklock: session established", "session", fmt.Sprintf("0x%x", live))
-		c.clock.states.set(StateConnected) // reconnected, after an expiry
+	if live != 0 && t.cur.ended() && !closed && !t.connIsEnded() {
+		t.cur = newSession(live)
+		close(t.ready)
+		t.ready = make(chan struct{})
+		t.log.Info("zklock: session established", "session", fmt.Sprintf("0x%x", live))
+		t.states.set(StateConnected) // reconnected, after an expiry
 	}
-	return c.sess, c.ready
+	return t.cur, t.ready
 }
 
-func (c *Client) connIsEnded() bool { return isDone(c.connEnded) }
+func (t *sessionTracker) connIsEnded() bool { return isDone(t.ended) }
 
-// session returns the current session, which may have ended.
-func (c *Client) session() *session {
-	s, _ := c.syncSession()
+// current returns the current session, which may have ended.
+func (t *sessionTracker) current() *session {
+	s, _ := t.sync()
 	return s
 }
 
-// liveSession waits until the client has a session that has not ended.
-func (c *Client) liveSession(ctx context.Context) (*session, error) {
+// live waits until the client has a session that has not ended.
+func (t *sessionTracker) live(ctx context.Context) (*session, error) {
 	for {
-		s, ready := c.syncSession()
+		s, ready := t.sync()
 		if !s.ended() {
 			return s, nil
 		}
-		if err := c.waitReady(ctx, ready); err != nil {
+		if err := t.waitReady(ctx, ready); err != nil {
 			return nil, err
 		}
 	}
 }
 
 // waitReady waits for ready, the sign of the next session.
-func (c *Client) waitReady(ctx context.Context, ready <-chan struct{}) error {
+func (t *sessionTracker) waitReady(ctx context.Context, ready <-chan struct{}) error {
 	select {
 	case <-ready:
 		return nil
-	case <-c.closing:
+	case <-t.closing:
 		return ErrClosed
-	case <-c.connEnded:
+	case <-t.ended:
 		return errConnEnded
 	case <-ctx.Done():
 		return fmt.Errorf("%w: waiting for a session: %w", ErrUnreachable, ctxCause(ctx))
 	}
 }
 
-// sessionFor returns the client's session with the given id, waiting for the
+// byID returns the client's session with the given id, waiting for the
 // client to catch up with go-zookeeper; errSessionOver if that session is
 // over (its ephemeral nodes are gone).
-func (c *Client) sessionFor(ctx context.Context, id int64) (*session, error) {
+func (t *sessionTracker) byID(ctx context.Context, id int64) (*session, error) {
 	for {
-		s, ready := c.syncSession()
+		s, ready := t.sync()
 		if s.id == id {
 			if s.ended() {
 				return nil, errSessionOver
 			}
 			return s, nil
 		}
-		if c.conn.SessionID() != id {
+		if t.conn.SessionID() != id {
 			return nil, errSessionOver
 		}
-		if err := c.waitReady(ctx, ready); err != nil {
+		if err := t.waitReady(ctx, ready); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// endConn records that go-zookeeper's loop has ended: the connection was
+// closed, by Close or (NewClient) by its owner.
+func (t *sessionTracker) endConn() {
+	close(t.ended)
+	t.end()
+}
+
+// end ends the current session (Close, once the connection is closed).
+func (t *sessionTracker) end() {
+	t.mu.Lock()
+	t.cur.end()
+	t.mu.Unlock()
 }
 
 // eventLoop reads go-zookeeper's event channel until it closes, or until
@@ -174,12 +213,12 @@ func (c *Client) eventLoop(events <-chan zk.Event, track bool) {
 				// Drain until go-zookeeper closes the channel: its loop has ended then.
 				for range events {
 				}
-				c.endConn()
+				c.session.endConn()
 			}
 			return
 		}
 		if !ok {
-			c.endConn()
+			c.session.endConn()
 			return
 		}
 		if track {
@@ -187,15 +226,6 @@ func (c *Client) eventLoop(events <-chan zk.Event, track bool) {
 		}
 		c.handler.push(ev)
 	}
-}
-
-// endConn records that go-zookeeper's loop has ended: the connection was
-// closed, by Close or (NewClient) by its owner.
-func (c *Client) endConn() {
-	close(c.connEnded)
-	c.mu.Lock()
-	c.sess.end()
-	c.mu.Unlock()
 }
 
 // maxQueuedEvents bounds what a slow handler can make zklock hold.

@@ -283,7 +283,7 @@ func (q *queueNode) nextEvent(ctx context.Context, ch <-chan zk.Event) (zk.Event
 		return zk.Event{}, c.ctxErr(ctx)
 	case <-c.closing:
 		return zk.Event{}, ErrClosed
-	case <-c.connEnded:
+	case <-c.session.ended:
 		return zk.Event{}, errConnEnded
 	}
 }
