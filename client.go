@@ -42,10 +42,10 @@ type Client struct {
 	leases  map[*Lease]struct{}
 	drained bool // Close has released the leases: no new release goroutines
 
-	holds      holdTable        // reentrant.go's, under its own lock
-	containers containerSupport // parents.go's, under its own lock
-	cleaner    *cleaner
-	clock      *lossClock
+	holds   holdTable    // reentrant.go's, under its own lock
+	parents *parentMaker // parents.go's, under its own lock
+	cleaner *cleaner
+	clock   *lossClock
 }
 
 // Connect dials ZooKeeper and returns once a session is established, or
@@ -225,6 +225,7 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 		holds:      holdTable{byPath: make(map[string]map[string]*hold)},
 	}
 	c.cleaner = newCleaner(c)
+	c.parents = &parentMaker{c: c}
 	c.clock = newLossClock(c)
 	c.session = newSessionTracker(conn, c.log, c.clock.states, c.closing)
 	c.wg.Add(1)

@@ -30,7 +30,7 @@ func OwnReadDone(l *Lease) <-chan struct{} {
 // EnsureParents creates lockPath and its missing ancestors, as Acquire does
 // when the lock path is missing.
 func EnsureParents(ctx context.Context, c *Client, lockPath string) error {
-	return c.ensureParents(ctx, lockPath)
+	return c.parents.ensure(ctx, lockPath)
 }
 
 // HandOffProof says what l's grant rested on, when it was granted as the

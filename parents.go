@@ -12,9 +12,13 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// containerSupport remembers, once per client, whether the server can create
-// container nodes (ZooKeeper 3.5.1+): those it deletes by itself once empty.
-type containerSupport struct {
+// parentMaker creates lock paths and their ancestors for one client, and
+// remembers, once per client, whether the server can create container nodes
+// (ZooKeeper 3.5.1+): those it deletes by itself once empty. The containers
+// it makes are the cleaner's to remove (cleaner.go).
+type parentMaker struct {
+	c *Client
+
 	mu      sync.Mutex
 	checked bool
 	ok      bool
@@ -26,14 +30,15 @@ type containerSupport struct {
 // A container whose create went unanswered (reply lost, or the caller
 // stopped) is settled in the background: the server never removes a
 // container that never had a child, so the cleaner must know of it.
-func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
+func (pm *parentMaker) ensure(ctx context.Context, lockPath string) error {
+	c := pm.c
 	paths := append(ancestors(lockPath), lockPath)
 	r := c.retrier(ctx, nil)
 	unanswered := false // the last create of paths[i] lost its reply
 	for i := 0; i < len(paths); i++ {
 		p := paths[i]
 		container := c.cleaner.mayRemove(p, lockPath)
-		err := c.createParent(ctx, p, lockPath, container, unanswered)
+		err := pm.create(ctx, p, lockPath, container, unanswered)
 		unanswered = container && classify(err) == errConnection
 		switch {
 		case err == nil:
@@ -47,7 +52,7 @@ func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 		}
 		if err := r.wait(); err != nil {
 			if unanswered {
-				c.settleParent(p, lockPath, nil, true)
+				pm.settle(p, lockPath, nil, true)
 			}
 			return err
 		}
@@ -60,8 +65,9 @@ func (c *Client) ensureParents(ctx context.Context, lockPath string) error {
 // is remembered with its creation zxid: the cleaner deletes only what this
 // client created (cleaner.go). afterLostReply says an earlier create of p
 // lost its reply: finding p then may mean this client made it.
-func (c *Client) createParent(ctx context.Context, p, lockPath string, container, afterLostReply bool) error {
-	useContainer := container && c.containersAvailable()
+func (pm *parentMaker) create(ctx context.Context, p, lockPath string, container, afterLostReply bool) error {
+	c := pm.c
+	useContainer := container && pm.containersAvailable()
 	created := goCall(c, func() (string, error) {
 		if useContainer {
 			return c.conn.CreateContainer(p, []byte{}, zk.FlagContainer, c.opts.acl)
@@ -70,25 +76,25 @@ func (c *Client) createParent(ctx context.Context, p, lockPath string, container
 	})
 	_, err := await(ctx, c, created)
 	if container && classify(err) == errStop {
-		c.settleParent(p, lockPath, created, afterLostReply) // the caller returns at its deadline
+		pm.settle(p, lockPath, created, afterLostReply) // the caller returns at its deadline
 	}
 	switch {
 	case err == nil:
 		if container {
-			c.recordParent(ctx, p, lockPath, madeIt())
+			pm.record(ctx, p, lockPath, madeIt())
 		}
 		return nil
 	case errors.Is(err, zk.ErrNodeExists):
 		if container && afterLostReply {
-			c.recordParent(ctx, p, lockPath, nil)
+			pm.record(ctx, p, lockPath, nil)
 		}
 		return nil
 	case useContainer && (errors.Is(err, zk.ErrUnknown) || errors.Is(err, zk.ErrAPIError)):
 		// An old server: remember, and fall back to a persistent node.
-		c.containers.mu.Lock()
-		c.containers.ok = false
-		c.containers.mu.Unlock()
-		return c.createParent(ctx, p, lockPath, false, false)
+		pm.mu.Lock()
+		pm.ok = false
+		pm.mu.Unlock()
+		return pm.create(ctx, p, lockPath, false, false)
 	case errors.Is(err, zk.ErrNoNode), classify(err) == errConnection, classify(err) == errStop:
 		return err // the caller starts over, retries or stops
 	default:
@@ -96,20 +102,21 @@ func (c *Client) createParent(ctx context.Context, p, lockPath string, container
 	}
 }
 
-func (c *Client) containersAvailable() bool {
-	c.containers.mu.Lock()
-	defer c.containers.mu.Unlock()
-	if !c.containers.checked {
-		c.containers.checked, c.containers.ok = true, true
+func (pm *parentMaker) containersAvailable() bool {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	if !pm.checked {
+		pm.checked, pm.ok = true, true
 	}
-	return c.containers.ok
+	return pm.ok
 }
 
 // recordParent tells the cleaner of p, a container this client made (made
 // holds a nil error) or may have made (made is nil: see adoptUnused). It
 // reads p's creation zxid within ctx (before p gets a child, which decides
 // adoption), or else in the background.
-func (c *Client) recordParent(ctx context.Context, p, lockPath string, made <-chan result[string]) {
+func (pm *parentMaker) record(ctx context.Context, p, lockPath string, made <-chan result[string]) {
+	c := pm.c
 	r := c.retrier(ctx, nil)
 	for {
 		stat, err := call(ctx, c, func() (*zk.Stat, error) { return c.cleaner.exists(p) })
@@ -117,7 +124,7 @@ func (c *Client) recordParent(ctx context.Context, p, lockPath string, made <-ch
 		case kind == errConnection && r.wait() == nil:
 			continue
 		case kind == errConnection || kind == errStop:
-			c.settleParent(p, lockPath, made, made == nil)
+			pm.settle(p, lockPath, made, made == nil)
 		case made != nil:
 			c.cleaner.remember(stat, p)
 		default:
@@ -132,7 +139,8 @@ func (c *Client) recordParent(ctx context.Context, p, lockPath string, made <-ch
 // caller stopped waiting for the reply or the reply was lost (made is nil),
 // and tells the cleaner, which then removes it with lockPath. afterLostReply
 // says an earlier create of p lost its reply: p found existing may be ours.
-func (c *Client) settleParent(p, lockPath string, made <-chan result[string], afterLostReply bool) {
+func (pm *parentMaker) settle(p, lockPath string, made <-chan result[string], afterLostReply bool) {
+	c := pm.c
 	c.inBackground(func() { c.cleaner.settle(p, lockPath, made, afterLostReply) })
 }
 

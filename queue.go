@@ -174,7 +174,7 @@ func (q *queueNode) create(ctx context.Context) (createdNode, <-chan result[[]st
 				return createdNode{}, nil, fmt.Errorf("zklock: create lock node under %s: %w", q.path, err)
 			}
 			// The lock path does not exist yet, or a cleaner just removed it.
-			if err := c.ensureParents(ctx, q.path); err != nil {
+			if err := c.parents.ensure(ctx, q.path); err != nil {
 				c.cleaner.schedule(q.path) // the ancestors it did create
 				return createdNode{}, nil, err
 			}

@@ -175,7 +175,7 @@ func (s *Semaphore) checkLimit(ctx context.Context) error {
 		case errors.Is(err, ErrLimitMismatch), errors.Is(err, ErrIncompatible), classify(err) == errStop:
 			return err
 		case errors.Is(err, zk.ErrNoNode) && path.Dir(s.path) != "/":
-			if err := c.ensureParents(ctx, path.Dir(s.path)); err != nil {
+			if err := c.parents.ensure(ctx, path.Dir(s.path)); err != nil {
 				c.cleaner.schedule(path.Dir(s.path)) // the ancestors it did create
 				return err
 			}
