@@ -144,7 +144,7 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if hook := testHookBeforeLease.Load(); hook != nil {
 		(*hook)() // a pause at the worst moment, in tests
 	}
-	if l := c.newLease(q); l != nil {
+	if l := newLease(q); l != nil {
 		return l, nil
 	}
 	return nil, q.giveUp(ErrClosed)

@@ -265,7 +265,7 @@ func (c *Client) Close() error {
 		// Without an answering server, nothing is waited for: closing the
 		// session is what removes its nodes then.
 		wait := c.opts.cleanupTimeout
-		if c.ownConn && !c.answering() {
+		if c.ownConn && !c.clock.answering() {
 			wait = 0
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -274,7 +274,7 @@ func (c *Client) Close() error {
 			if !l.endOnClose() {
 				continue
 			}
-			c.forgetLease(l)
+			l.forget()
 			if _, err := l.q.removeWithin(ctx, nil); err != nil && classify(err) != errStop {
 				c.log.Warn("zklock: removing a lease's node on close", "node", l.Node(), "err", err)
 			}

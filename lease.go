@@ -58,11 +58,12 @@ const (
 	leaseEnded
 )
 
-// newLease registers q as a held lease and starts its monitor; nil if the
+// newLease registers q as a held lease of its client and starts its monitor; nil if the
 // client is closing. A lease that must already be presumed lost (a pause
 // between the grant and now, a connection that just dropped) is returned
 // with Done closed.
-func (c *Client) newLease(q *queueNode) *Lease {
+func newLease(q *queueNode) *Lease {
+	c := q.c
 	l := &Lease{c: c, q: q, since: time.Now(), presumed: make(chan struct{}), revoke: make(chan struct{}), done: make(chan struct{})}
 	c.mu.Lock()
 	if c.isClosed() {
@@ -254,7 +255,7 @@ func (l *Lease) endRelease(how removal) error {
 	l.endLocked(end)
 	l.errClaimed = true
 	l.mu.Unlock()
-	l.c.forgetLease(l)
+	l.forget()
 	if end == ErrReleased {
 		return nil
 	}
@@ -278,7 +279,7 @@ func (l *Lease) refusedRelease(delErr error) error {
 		l.endLocked(ErrClosed)
 		l.errClaimed = true
 		l.mu.Unlock()
-		l.c.forgetLease(l)
+		l.forget()
 		return delErr
 	}
 	l.state = leaseHeld
@@ -355,7 +356,7 @@ func (l *Lease) lose(err error) {
 	l.mu.Unlock()
 	c := l.c
 	c.log.Warn("zklock: lock lost", "node", l.q.full(), "err", err)
-	c.forgetLease(l)
+	l.forget()
 	if !releasing { // a Release is deleting it already
 		// Delete by name even if the session seems over: the name carries
 		// our GUID, and a node that is already gone costs one NoNode.
@@ -363,7 +364,9 @@ func (l *Lease) lose(err error) {
 	}
 }
 
-func (c *Client) forgetLease(l *Lease) {
+// forget takes l off its client's held leases.
+func (l *Lease) forget() {
+	c := l.c
 	c.mu.Lock()
 	delete(c.leases, l)
 	c.mu.Unlock()

@@ -82,7 +82,7 @@ func (l *Lease) ownNodeEvent(ev zk.Event) error {
 	c := l.c
 	switch {
 	case ev.Type == zk.EventNodeDeleted:
-		if c.wire != nil && c.untilLossDeadline() <= 0 {
+		if c.wire != nil && c.clock.untilLossDeadline() <= 0 {
 			// Woken after a pause: the server expired the session and
 			// deleted the node itself.
 			return fmt.Errorf("%w: no word from ZooKeeper for longer than the session can be trusted (node %s is gone)", ErrLockLost, l.q.full())
@@ -176,7 +176,7 @@ func (q *queueNode) lossCheck() error {
 	case q.sess.ended() || c.conn.SessionID() != q.sess.id:
 		return c.sessionLoss()
 	case c.wire != nil:
-		if c.untilLossDeadline() <= 0 {
+		if c.clock.untilLossDeadline() <= 0 {
 			return fmt.Errorf("%w: no word from ZooKeeper for longer than the session can be trusted", ErrLockLost)
 		}
 	case c.conn.State() != zk.StateHasSession:
@@ -194,22 +194,4 @@ func (c *Client) sessionLoss() error {
 		return fmt.Errorf("%w: the connection was closed", ErrLockLost)
 	}
 	return fmt.Errorf("%w: session expired: %w", ErrLockLost, zk.ErrSessionExpired)
-}
-
-// untilLossDeadline returns how long until leases must be presumed lost.
-func (c *Client) untilLossDeadline() time.Duration {
-	contact, _ := c.wire.lastContact()
-	return time.Until(contact.Add(time.Duration(float64(c.grantedTimeout())*lossFraction) - c.opts.followerLag))
-}
-
-// checkInterval is how long the loss clock sleeps between loss checks: until
-// the loss deadline, and at most a third of the granted session timeout, so
-// a session change that no event announced is noticed too. Before the grant
-// is known no lease can exist; the wire wakes the clock when it arrives.
-func (c *Client) checkInterval() time.Duration {
-	d := c.grantedTimeout() / 3
-	if c.wire != nil {
-		d = min(d, c.untilLossDeadline())
-	}
-	return max(d, time.Millisecond)
 }

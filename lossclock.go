@@ -3,6 +3,8 @@ package zklock
 import (
 	"sync"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // lossClock applies the loss rule for all of a client's leases at once: one
@@ -41,13 +43,13 @@ func (k *lossClock) current() <-chan struct{} {
 }
 
 // due reports that the wire's loss deadline has passed.
-func (k *lossClock) due() bool { return k.c.wire != nil && k.c.untilLossDeadline() <= 0 }
+func (k *lossClock) due() bool { return k.c.wire != nil && k.untilLossDeadline() <= 0 }
 
 // run ticks until the client closes; Close waits for it (c.wg).
 func (k *lossClock) run() {
 	c := k.c
 	defer c.wg.Done()
-	t := time.NewTimer(c.checkInterval())
+	t := time.NewTimer(k.checkInterval())
 	defer t.Stop()
 	var rearm <-chan struct{} // nil without a wire: no grant to wait for
 	if c.wire != nil {
@@ -81,7 +83,7 @@ func (k *lossClock) tick() time.Duration {
 	k.mu.Unlock()
 	k.reportContact(due)
 	if !due {
-		return c.checkInterval()
+		return k.checkInterval()
 	}
 	// Past the deadline: nothing to wait for until contact resumes, and the
 	// wire says when it does (a new lease's deadline may come soon after).
@@ -100,4 +102,34 @@ func (k *lossClock) reportContact(due bool) {
 	case k.states.get() == StateLost && c.session.connSession() != 0:
 		k.states.set(StateConnected) // from lost: reconnected
 	}
+}
+
+// answering reports a client that can expect ZooKeeper's answer: it has a
+// session on an open connection and, with the wire clock, has heard from
+// the server recently enough that its leases still hold.
+func (k *lossClock) answering() bool {
+	c := k.c
+	if c.conn.State() != zk.StateHasSession {
+		return false
+	}
+	return c.wire == nil || k.untilLossDeadline() > 0
+}
+
+// untilLossDeadline returns how long until leases must be presumed lost.
+func (k *lossClock) untilLossDeadline() time.Duration {
+	c := k.c
+	contact, _ := c.wire.lastContact()
+	return time.Until(contact.Add(time.Duration(float64(c.grantedTimeout())*lossFraction) - c.opts.followerLag))
+}
+
+// checkInterval is how long the loss clock sleeps between loss checks: until
+// the loss deadline, and at most a third of the granted session timeout, so
+// a session change that no event announced is noticed too. Before the grant
+// is known no lease can exist; the wire wakes the clock when it arrives.
+func (k *lossClock) checkInterval() time.Duration {
+	d := k.c.grantedTimeout() / 3
+	if k.c.wire != nil {
+		d = min(d, k.untilLossDeadline())
+	}
+	return max(d, time.Millisecond)
 }

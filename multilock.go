@@ -149,7 +149,7 @@ func releaseAll(ctx context.Context, c *Client, parts []*Lease) error {
 	if dl, ok := ctx.Deadline(); ok && dl.Add(c.opts.cleanupTimeout).Before(end) {
 		end = dl.Add(c.opts.cleanupTimeout)
 	}
-	if !c.answering() {
+	if !c.clock.answering() {
 		end = time.Now() // nothing to wait for: the deletes go on in the background
 	}
 	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), end)

@@ -23,7 +23,7 @@ import (
 func (q *queueNode) abandonCreate(created <-chan result[createdNode]) {
 	c := q.c
 	var wait time.Duration
-	if c.answering() {
+	if c.clock.answering() {
 		wait = c.opts.cleanupTimeout / 4
 	}
 	t := time.NewTimer(wait)
@@ -84,7 +84,7 @@ func (c *Client) waitCleanup(fn func() error) error {
 		defer c.wg.Done()
 		done <- fn()
 	}()
-	if !c.answering() {
+	if !c.clock.answering() {
 		select {
 		case err := <-done:
 			return err
@@ -101,16 +101,6 @@ func (c *Client) waitCleanup(fn func() error) error {
 		c.log.Warn("zklock: queue node removal still pending after the cleanup timeout; it goes on in the background")
 		return nil
 	}
-}
-
-// answering reports a client that can expect ZooKeeper's answer: it has a
-// session on an open connection and, with the wire clock, has heard from
-// the server recently enough that its leases still hold.
-func (c *Client) answering() bool {
-	if c.conn.State() != zk.StateHasSession {
-		return false
-	}
-	return c.wire == nil || c.untilLossDeadline() > 0
 }
 
 // errLeaseEnded ends a Release's wait whose lease ended meanwhile (a loss):
