@@ -83,15 +83,11 @@ func (p policy) decidesOnLoss() bool { return p == policySlot }
 // waiting (session expired, or deleted by someone else) is queued again at
 // the back, or reported (WithRequeueOnExpiry).
 func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
-	if !c.track() {
-		return nil, ErrClosed
+	ctx, scope, err := c.begin(ctx, a.try)
+	if err != nil {
+		return nil, err
 	}
-	defer c.wg.Done()
-	if a.try {
-		var cancel context.CancelFunc
-		ctx, cancel = c.answerBound(ctx)
-		defer cancel()
-	}
+	defer scope.end()
 	start := time.Now()
 	l, err := c.acquireQueued(ctx, a)
 	if !a.policy.brief() && !a.policy.reportsItself() {

@@ -35,12 +35,11 @@ func (c *Client) Contenders(ctx context.Context, path string) ([]Contender, erro
 	if err := validatePath(path); err != nil {
 		return nil, err
 	}
-	if !c.track() {
-		return nil, ErrClosed
+	ctx, scope, err := c.begin(ctx, true)
+	if err != nil {
+		return nil, err
 	}
-	defer c.wg.Done()
-	ctx, cancel := c.answerBound(ctx)
-	defer cancel()
+	defer scope.end()
 	cs, err := c.contenders(ctx, path)
 	if err != nil || len(cs) > 0 {
 		return cs, err

@@ -161,6 +161,42 @@ func (c *Client) track() bool {
 	return true
 }
 
+// begin is the start of every call of the client's that talks to ZooKeeper:
+// it registers the call with Close (ErrClosed once the client is closing)
+// and, when bound (a call that does not wait for a lock), bounds ctx by the
+// session timeout as well (answerBound). The caller defers the scope's end,
+// which undoes both:
+//
+//	ctx, scope, err := c.begin(ctx, true)
+//	if err != nil {
+//		return err
+//	}
+//	defer scope.end()
+func (c *Client) begin(ctx context.Context, bound bool) (context.Context, callScope, error) {
+	if !c.track() {
+		return ctx, callScope{}, ErrClosed
+	}
+	s := callScope{c: c}
+	if bound {
+		ctx, s.cancel = c.answerBound(ctx)
+	}
+	return ctx, s, nil
+}
+
+// callScope is one call begun by Client.begin.
+type callScope struct {
+	c      *Client
+	cancel context.CancelFunc // nil when not bound
+}
+
+// end releases the answer bound, then tells Close the call is over.
+func (s callScope) end() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.c.wg.Done()
+}
+
 type result[T any] struct {
 	v   T
 	err error
