@@ -24,7 +24,7 @@ type parentMaker struct {
 	ok      bool
 }
 
-// ensureParents creates the lock path and its missing ancestors. Nodes the
+// ensure creates the lock path and its missing ancestors. Nodes the
 // cleaner may remove are created as containers where the server has them, so
 // the server removes them too if this process dies before its cleaner runs.
 // A container whose create went unanswered (reply lost, or the caller
@@ -60,7 +60,7 @@ func (pm *parentMaker) ensure(ctx context.Context, lockPath string) error {
 	return nil
 }
 
-// createParent creates p with empty data (not null: kazoo's Semaphore reads
+// create creates p with empty data (not null: kazoo's Semaphore reads
 // a path's data as its limit, and Curator writes empty data too). A container
 // is remembered with its creation zxid: the cleaner deletes only what this
 // client created (cleaner.go). afterLostReply says an earlier create of p
@@ -111,7 +111,7 @@ func (pm *parentMaker) containersAvailable() bool {
 	return pm.ok
 }
 
-// recordParent tells the cleaner of p, a container this client made (made
+// record tells the cleaner of p, a container this client made (made
 // holds a nil error) or may have made (made is nil: see adoptUnused). It
 // reads p's creation zxid within ctx (before p gets a child, which decides
 // adoption), or else in the background.
@@ -134,7 +134,7 @@ func (pm *parentMaker) record(ctx context.Context, p, lockPath string, made <-ch
 	}
 }
 
-// settleParent finds out, on a goroutine Close waits for (callers are
+// settle finds out, on a goroutine Close waits for (callers are
 // tracked), whether a create of the container p made the node, when its
 // caller stopped waiting for the reply or the reply was lost (made is nil),
 // and tells the cleaner, which then removes it with lockPath. afterLostReply

@@ -18,7 +18,7 @@ import (
 // expiry it sends about ten within milliseconds. So zklock never depends on
 // seeing every event: a client that owns its connection reads them from
 // go-zookeeper's callback (called for every event, never dropped), and every
-// decision cross-checks conn.State() and conn.SessionID() (see syncSession).
+// decision cross-checks conn.State() and conn.SessionID() (see sessionTracker.sync).
 
 // session is one ZooKeeper session of the client's connection.
 type session struct {
