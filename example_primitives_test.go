@@ -130,3 +130,39 @@ func ExampleErrUnreachable() {
 	fmt.Println(errors.Is(err, zklock.ErrUnreachable))
 	// Output: true
 }
+
+// withLock runs fn while holding lock, whichever primitive it is.
+func withLock(ctx context.Context, lock zklock.Locker, fn func()) error {
+	lease, err := lock.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer lease.Release(ctx)
+	fn()
+	return nil
+}
+
+func ExampleLocker() {
+	ctx := context.Background()
+	client, err := zklock.Connect(ctx, servers)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	m, _ := client.NewMutex("/examples/locker/mutex")
+	s, _ := client.NewSemaphore("/examples/locker/pool", 3)
+	rw, _ := client.NewRWMutex("/examples/locker/catalog")
+
+	for _, lock := range []zklock.Locker{m, s, rw.Writer()} {
+		err := withLock(ctx, lock, func() { fmt.Println("working") })
+		fmt.Println(err)
+	}
+	// Output:
+	// working
+	// <nil>
+	// working
+	// <nil>
+	// working
+	// <nil>
+}

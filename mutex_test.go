@@ -598,3 +598,28 @@ func TestResetBeforeReleaseDoesNotBlockTheQueue(t *testing.T) {
 	}
 	require.Empty(t, lockChildren(t, obs, p))
 }
+
+// TestLockerViews checks that an RWMutex's Writer and Reader act as its
+// write and read sides.
+func TestLockerViews(t *testing.T) {
+	p := lockPath(t)
+	rw, err := connect(t).NewRWMutex(p)
+	require.NoError(t, err)
+	ctx := context.Background()
+	var w, r zklock.Locker = rw.Writer(), rw.Reader()
+
+	r1, err := r.Acquire(ctx)
+	require.NoError(t, err)
+	r2, err := r.TryAcquire(ctx)
+	require.NoError(t, err, "readers share")
+	_, err = w.TryAcquire(ctx)
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	require.NoError(t, r1.Release(ctx))
+	require.NoError(t, r2.Release(ctx))
+
+	wl, err := w.Acquire(ctx)
+	require.NoError(t, err)
+	_, err = r.TryAcquire(ctx)
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	require.NoError(t, wl.Release(ctx))
+}

@@ -66,10 +66,19 @@ func holdKey(explicit string, goroutine int64) string {
 // that has been lost returns the loss error: the outer critical section is no
 // longer protected. Otherwise it behaves like Mutex.Acquire.
 func (r *ReentrantMutex) Acquire(ctx context.Context) (*Lease, error) {
-	return opError("acquire", r.path)(r.acquire(ctx))
+	return opError("acquire", r.path)(r.acquire(ctx, false))
 }
 
-func (r *ReentrantMutex) acquire(ctx context.Context) (*Lease, error) {
+// TryAcquire is Acquire that never waits for the lock: an owner that holds
+// it re-enters at once; otherwise it takes the lock only if nobody holds it
+// or waits ahead, and returns ErrLocked, leaving nothing behind, if not (also
+// while the same owner's first Acquire is still queueing elsewhere). Like
+// Mutex.TryAcquire, it waits for ZooKeeper at most ctx or the session timeout.
+func (r *ReentrantMutex) TryAcquire(ctx context.Context) (*Lease, error) {
+	return opError("try-acquire", r.path)(r.acquire(ctx, true))
+}
+
+func (r *ReentrantMutex) acquire(ctx context.Context, try bool) (*Lease, error) {
 	explicit, g := ownerID(ctx)
 	key := holdKey(explicit, g)
 	for {
@@ -77,6 +86,8 @@ func (r *ReentrantMutex) acquire(ctx context.Context) (*Lease, error) {
 		switch {
 		case err != nil:
 			return nil, err
+		case next.wait != nil && try && next.queueing:
+			return nil, fmt.Errorf("%w: %s is being queued for by the same owner", ErrLocked, r.path)
 		case next.wait != nil:
 			select {
 			case <-next.wait:
@@ -87,16 +98,17 @@ func (r *ReentrantMutex) acquire(ctx context.Context) (*Lease, error) {
 		case next.nested != nil:
 			return r.checkNested(key, next.nested)
 		}
-		return r.first(ctx, key, next.fresh, explicit, g)
+		return r.first(ctx, key, next.fresh, explicit, g, try)
 	}
 }
 
 // reentry is what an Acquire does next: wait and look again, use a hold it
 // re-entered, or queue for the lock with a fresh hold.
 type reentry struct {
-	wait   <-chan struct{}
-	nested *hold
-	fresh  *hold
+	wait     <-chan struct{}
+	queueing bool // wait is the same owner's first Acquire, not a Release
+	nested   *hold
+	fresh    *hold
 }
 
 // claim looks at the owner's hold on the path, under the client's lock.
@@ -121,7 +133,7 @@ func (r *ReentrantMutex) claim(key string) (reentry, error) {
 	case !isDone(h.ready):
 		// The same owner is already queueing from elsewhere: wait for it
 		// rather than queueing behind ourselves.
-		return reentry{wait: h.ready}, nil
+		return reentry{wait: h.ready, queueing: true}, nil
 	case h.releasing != nil:
 		// The last hold is being released: wait, then queue afresh (or
 		// take the hold back if the delete failed).
@@ -151,9 +163,9 @@ func (r *ReentrantMutex) checkNested(key string, h *hold) (*Lease, error) {
 }
 
 // first queues for the lock with the owner's fresh hold h.
-func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explicit string, g int64) (*Lease, error) {
+func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explicit string, g int64, try bool) (*Lease, error) {
 	c := r.c
-	l, err := c.acquire(ctx, ask{path: r.path, owner: c.ownerRecord(explicit, g), style: lockpath.MutexStyle, rule: lockpath.MutexTurn, policy: policyLock})
+	l, err := c.acquire(ctx, ask{path: r.path, owner: c.ownerRecord(explicit, g), try: try, style: lockpath.MutexStyle, rule: lockpath.MutexTurn, policy: policyLock})
 	c.holds.mu.Lock()
 	defer c.holds.mu.Unlock()
 	if err != nil {

@@ -247,3 +247,30 @@ func TestReentrantLeaseAndMutexAgree(t *testing.T) {
 	require.NotSame(t, l, again)
 	require.NoError(t, again.Release(ctx))
 }
+
+func TestReentrantTryAcquire(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	c := connect(t)
+	r, err := c.NewReentrantMutex(p)
+	require.NoError(t, err)
+	ctx := context.Background()
+	alice := zklock.WithOwner(ctx, "alice")
+	bob := zklock.WithOwner(ctx, "bob")
+
+	first, err := r.TryAcquire(alice)
+	require.NoError(t, err)
+	again, err := r.TryAcquire(alice)
+	require.NoError(t, err, "the owner re-enters at once")
+	require.Same(t, first, again)
+
+	_, err = r.TryAcquire(bob)
+	require.ErrorIs(t, err, zklock.ErrLocked)
+	require.Len(t, lockChildren(t, obs, p), 1, "a refused try leaves nothing behind")
+
+	require.NoError(t, r.Release(alice))
+	require.NoError(t, r.Release(alice))
+	l, err := r.TryAcquire(bob)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+}

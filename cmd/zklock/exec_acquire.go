@@ -73,14 +73,14 @@ func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acqu
 	if err != nil {
 		return acquired{err: err}
 	}
-	acquire, try, err := o.primitive(client)
+	lock, err := o.primitive(client)
 	var lease *zklock.Lease
 	if err == nil {
 		actx := zklock.WithOwner(ctx, o.owner)
 		if o.try {
-			lease, err = try(actx)
+			lease, err = lock.TryAcquire(actx)
 		} else {
-			lease, err = acquire(actx)
+			lease, err = lock.Acquire(actx)
 		}
 	}
 	return acquired{client, lease, err}
@@ -90,10 +90,8 @@ func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acqu
 // wait for the lock should hear of an outage quickly.
 const tryConnectTimeout = 3 * time.Second
 
-type acquireFunc func(context.Context) (*zklock.Lease, error)
-
-// primitive is the lock the flags ask for, as its Acquire and TryAcquire.
-func (o *execOpts) primitive(c *zklock.Client) (acquire, try acquireFunc, err error) {
+// primitive is the lock the flags ask for.
+func (o *execOpts) primitive(c *zklock.Client) (zklock.Locker, error) {
 	switch {
 	case o.read || o.write:
 		var opts []zklock.RWOption
@@ -102,43 +100,53 @@ func (o *execOpts) primitive(c *zklock.Client) (acquire, try acquireFunc, err er
 		}
 		rw, err := c.NewRWMutex(o.paths[0], opts...)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if o.read {
-			return rw.AcquireRead, rw.TryAcquireRead, nil
+			return rw.Reader(), nil
 		}
-		return rw.AcquireWrite, rw.TryAcquireWrite, nil
+		return rw.Writer(), nil
 	case o.permits > 0:
-		s, err := c.NewSemaphore(o.paths[0], o.permits)
-		if err != nil {
-			return nil, nil, err
-		}
-		return s.Acquire, s.TryAcquire, nil
+		return asLocker(c.NewSemaphore(o.paths[0], o.permits))
 	case o.value != "":
 		e, err := c.NewElection(o.paths[0])
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		campaign := func(ctx context.Context) (*zklock.Lease, error) {
-			ld, err := e.Campaign(ctx, o.value)
-			if err != nil {
-				return nil, err
-			}
-			return ld.Lease, nil
-		}
-		return campaign, nil, nil
+		return campaign{e, o.value}, nil
 	case len(o.paths) > 1:
-		ml, err := c.NewMultiLock(o.paths...)
-		if err != nil {
-			return nil, nil, err
-		}
-		return ml.Acquire, ml.TryAcquire, nil
+		return asLocker(c.NewMultiLock(o.paths...))
 	}
-	m, err := c.NewMutex(o.paths[0])
+	return asLocker(c.NewMutex(o.paths[0]))
+}
+
+// asLocker returns a constructor's lock as a Locker, and no Locker (not one
+// holding a nil pointer) with its error.
+func asLocker[L zklock.Locker](l L, err error) (zklock.Locker, error) {
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return m.Acquire, m.TryAcquire, nil
+	return l, nil
+}
+
+// campaign is an election as the lock exec holds: its Acquire campaigns
+// with the value. --value excludes --try (see check), so TryAcquire is
+// never called; it refuses rather than block.
+type campaign struct {
+	e     *zklock.Election
+	value string
+}
+
+func (c campaign) Acquire(ctx context.Context) (*zklock.Lease, error) {
+	ld, err := c.e.Campaign(ctx, c.value)
+	if err != nil {
+		return nil, err
+	}
+	return ld.Lease, nil
+}
+
+func (c campaign) TryAcquire(context.Context) (*zklock.Lease, error) {
+	return nil, errors.New("an election campaign cannot be tried: --value excludes --try")
 }
 
 // acquireFailed reports why r failed and returns the exit code, telling the
