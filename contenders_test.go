@@ -30,7 +30,7 @@ func TestContendersListsQueueInOrder(t *testing.T) {
 	require.NoError(t, err)
 	waiting := make(chan error, 1)
 	go func() {
-		l, err := wm.Acquire(zklock.WithOwner(context.Background(), "batch"))
+		l, err := wm.Acquire(zklock.ContextWithOwner(context.Background(), "batch"))
 		if err == nil {
 			err = l.Release(context.Background())
 		}

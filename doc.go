@@ -20,7 +20,7 @@
 // a function under the lock with a context cancelled on loss;
 // Mutex.RunSingleton keeps exactly one process running a loop, campaigning
 // again after a loss. ReentrantMutex lets its owner (goroutine, or an owner
-// named with WithOwner) take the lock again.
+// named with ContextWithOwner) take the lock again.
 //
 // On the same core: RWMutex (readers share, a writer holds alone, served in
 // order so readers never starve a writer), Semaphore (at most N holders, the

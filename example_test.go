@@ -75,7 +75,7 @@ func ExampleReentrantMutex() {
 	fmt.Println(errors.Is(outer.Err(), zklock.ErrReleased))
 
 	// A named owner can release from another goroutine.
-	job := zklock.WithOwner(ctx, "job-7")
+	job := zklock.ContextWithOwner(ctx, "job-7")
 	_, _ = mu.Acquire(job)
 	done := make(chan error)
 	go func() { done <- mu.Release(job) }()

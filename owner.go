@@ -17,7 +17,7 @@ type Owner struct {
 	PID       int       `json:"pid,omitempty"`
 	Client    string    `json:"client,omitempty"`    // the Client's random id
 	Goroutine int64     `json:"goroutine,omitempty"` // set when no explicit owner was named
-	Name      string    `json:"owner,omitempty"`     // the explicit owner named with WithOwner
+	Name      string    `json:"owner,omitempty"`     // the explicit owner named with ContextWithOwner
 	Value     string    `json:"value,omitempty"`     // what a leader publishes (Election.Campaign, Proclaim; RunSingleton's WithValue)
 	Since     time.Time `json:"since"`               // when the node was created (joined the queue)
 }
@@ -89,11 +89,11 @@ func parseOwner(data []byte) (o Owner, ok bool) {
 
 type ownerKey struct{}
 
-// WithOwner returns a context that names an explicit owner for reentrant
-// locks. Acquire and Release calls that carry the same owner id through the
+// ContextWithOwner returns a copy of ctx that names an explicit owner for
+// reentrant locks. Acquire and Release calls that carry the same owner id through the
 // same Client are the same owner, whatever goroutine makes them: a lock taken
 // in one goroutine can be released in another (a job handed to a pool).
-func WithOwner(ctx context.Context, id string) context.Context {
+func ContextWithOwner(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, ownerKey{}, id)
 }
 

@@ -17,7 +17,7 @@ import (
 // The owner is, by default, the calling goroutine within this Client: the
 // client's random id plus the goroutine's number, so two clients (or two
 // processes) that happen to run a goroutine with the same number never
-// re-enter each other's lock. A context made with WithOwner names the owner
+// re-enter each other's lock. A context made with ContextWithOwner names the owner
 // explicitly instead; every Acquire and Release carrying that id through this
 // Client is the same owner, whatever goroutine makes it. Another owner in the
 // same client queues like any other contender. Holds are counted per Client

@@ -104,7 +104,7 @@ func TestReentrantExplicitOwner(t *testing.T) {
 	c := connect(t)
 	r, err := c.NewReentrantMutex(p)
 	require.NoError(t, err)
-	job := zklock.WithOwner(context.Background(), "job-42")
+	job := zklock.ContextWithOwner(context.Background(), "job-42")
 
 	l, err := r.Acquire(job)
 	require.NoError(t, err)
@@ -119,7 +119,7 @@ func TestReentrantExplicitOwner(t *testing.T) {
 	go func() {
 		_, err := r.Acquire(job) // same owner, other goroutine: re-enters
 		errc <- err
-		errc <- r.Release(zklock.WithOwner(context.Background(), "someone-else"))
+		errc <- r.Release(zklock.ContextWithOwner(context.Background(), "someone-else"))
 		errc <- r.Release(job)
 	}()
 	require.NoError(t, <-errc)
@@ -139,7 +139,7 @@ func TestReentrantSharedOwnerHammer(t *testing.T) {
 	require.NoError(t, err)
 	b, err := connect(t).NewMutex(p)
 	require.NoError(t, err)
-	job := zklock.WithOwner(context.Background(), "shared-job")
+	job := zklock.ContextWithOwner(context.Background(), "shared-job")
 
 	var mu sync.Mutex
 	aInside, bInside, overlaps := 0, 0, 0
@@ -195,7 +195,7 @@ func TestReentrantReleaseWhileOwnAcquireQueued(t *testing.T) {
 	p, obs, _, h := holding(t)
 	r, err := connect(t).NewReentrantMutex(p)
 	require.NoError(t, err)
-	job := zklock.WithOwner(context.Background(), "job-7")
+	job := zklock.ContextWithOwner(context.Background(), "job-7")
 	got := make(chan error, 1)
 	go func() {
 		_, err := r.Acquire(job)
@@ -255,8 +255,8 @@ func TestReentrantTryAcquire(t *testing.T) {
 	r, err := c.NewReentrantMutex(p)
 	require.NoError(t, err)
 	ctx := context.Background()
-	alice := zklock.WithOwner(ctx, "alice")
-	bob := zklock.WithOwner(ctx, "bob")
+	alice := zklock.ContextWithOwner(ctx, "alice")
+	bob := zklock.ContextWithOwner(ctx, "bob")
 
 	first, err := r.TryAcquire(alice)
 	require.NoError(t, err)

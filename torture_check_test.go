@@ -29,7 +29,7 @@ const never = mono(math.MaxInt64)
 type leaseRec struct {
 	path    string
 	node    string // full node path; "" for Do, which does not say
-	owner   string // the explicit owner (WithOwner), if the holder named one
+	owner   string // the explicit owner (ContextWithOwner), if the holder named one
 	holder  string // for messages: "c3/w1 mutex", "child"
 	start   mono
 	planned mono            // when the holder means to let go

@@ -774,7 +774,7 @@ func (o *op) reentrant(ctx context.Context) {
 	own := func(ctx context.Context) context.Context { return ctx }
 	if o.rng.IntN(2) == 0 {
 		owner, elsewhere = o.ownerName("re"), o.rng.IntN(2) == 0
-		own = func(ctx context.Context) context.Context { return zklock.WithOwner(ctx, owner) }
+		own = func(ctx context.Context) context.Context { return zklock.ContextWithOwner(ctx, owner) }
 	}
 	actx, cancel, dl := o.deadline(ctx)
 	defer cancel()
@@ -881,7 +881,7 @@ func (o *op) do(ctx context.Context) {
 	hold := o.holdTime()
 	waiting := true
 	o.s.waiting.Add(1)
-	err = m.Do(zklock.WithOwner(actx, owner), func(fctx context.Context) error {
+	err = m.Do(zklock.ContextWithOwner(actx, owner), func(fctx context.Context) error {
 		o.s.waiting.Add(-1)
 		waiting = false
 		at := monoNow()

@@ -76,7 +76,7 @@ func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acqu
 	lock, err := o.primitive(client)
 	var lease *zklock.Lease
 	if err == nil {
-		actx := zklock.WithOwner(ctx, o.owner)
+		actx := zklock.ContextWithOwner(ctx, o.owner)
 		if o.try {
 			lease, err = lock.TryAcquire(actx)
 		} else {
