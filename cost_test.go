@@ -84,7 +84,7 @@ var primitives = []struct {
 			if err != nil {
 				return nil, err
 			}
-			return ld.Lease, nil
+			return ld.Lease(), nil
 		}
 	}, cost{2, 2, 1}, cost{1, 0, 2}, 2},
 	// Two mutexes. At a hand-off the waiter waited on the first path (its

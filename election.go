@@ -29,8 +29,9 @@ var ErrNoLeader = errors.New("zklock: no leader")
 // naming, but a Curator peer arriving later checks nothing, so keep one
 // naming per path).
 //
-// Leadership is a Lease and can be lost like any: act as leader only while
-// it holds (Err, Done), and fence what the leader writes with its Token.
+// A Leadership rests on a Lease and can be lost like any: act as leader only
+// while it holds (Done, Err), and fence what the leader writes with its
+// lease's Token.
 type Election struct {
 	c     *Client
 	path  string
@@ -74,13 +75,27 @@ type Leader struct {
 	Data  []byte // the node's raw data
 }
 
-// Leadership is a won campaign: a Lease, plus Proclaim. Resign (or Release)
-// ends it.
+// Leadership is a won campaign. It holds the Lease that the leader's node
+// is (Lease: for its Token, guarded writes with Multi, revocation requests);
+// Proclaim changes the published value, Resign ends it, and Done and Err say
+// when it has ended. It is safe for concurrent use.
 type Leadership struct {
-	*Lease
+	lease *Lease
 	mu    sync.Mutex // serialises Proclaims
 	owner Owner
 }
+
+// Lease returns the lease the leadership rests on: the leader's node. Its
+// Release is Resign.
+func (ld *Leadership) Lease() *Lease { return ld.lease }
+
+// Done returns a channel closed when the leadership ends: resigned, or lost
+// (the lease's Done).
+func (ld *Leadership) Done() <-chan struct{} { return ld.lease.Done() }
+
+// Err returns nil while the caller leads, and then why it stopped (the
+// lease's Err): ErrReleased after Resign, or the loss.
+func (ld *Leadership) Err() error { return ld.lease.Err() }
 
 // Campaign joins the election with value and blocks until the caller leads,
 // then returns its Leadership. Its bounds and failures are Mutex.Acquire's:
@@ -94,7 +109,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 	if err != nil {
 		return nil, err
 	}
-	return &Leadership{Lease: l, owner: a.owner}, nil
+	return &Leadership{lease: l, owner: a.owner}, nil
 }
 
 // Proclaim changes the leader's published value in place, without an
@@ -106,16 +121,17 @@ func (ld *Leadership) Proclaim(ctx context.Context, value string) error {
 	defer ld.mu.Unlock()
 	next := ld.owner
 	next.Value = value
-	set := &zk.SetDataRequest{Path: ld.q.full(), Data: next.marshal(), Version: -1}
-	if _, err := ld.Multi(ctx, set); err != nil {
-		return fmt.Errorf("zklock: proclaim on %s: %w", ld.q.path, err)
+	q := ld.lease.q
+	set := &zk.SetDataRequest{Path: q.full(), Data: next.marshal(), Version: -1}
+	if _, err := ld.lease.Multi(ctx, set); err != nil {
+		return fmt.Errorf("zklock: proclaim on %s: %w", q.path, err)
 	}
 	ld.owner = next
 	return nil
 }
 
-// Resign gives up the leadership: Release.
-func (ld *Leadership) Resign(ctx context.Context) error { return ld.Release(ctx) }
+// Resign gives up the leadership: its lease's Release.
+func (ld *Leadership) Resign(ctx context.Context) error { return ld.lease.Release(ctx) }
 
 // Leader returns who leads now, or ErrNoLeader. It returns within ctx or the
 // session timeout, whichever ends first (then with ErrUnreachable).

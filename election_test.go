@@ -48,9 +48,9 @@ func TestElectionLeaderObserveProclaimResign(t *testing.T) {
 	a := mustElection(t, connect(t), p)
 	la, err := a.Campaign(ctxTimeout(t, 10*time.Second), "10.0.0.1:8080")
 	require.NoError(t, err)
-	tokA := tokenOf(la.Lease)
+	tokA := tokenOf(la.Lease())
 	got := next(t, changes)
-	assert.Equal(t, la.Node(), got.Node)
+	assert.Equal(t, la.Lease().Node(), got.Node)
 	assert.Equal(t, "10.0.0.1:8080", got.Value)
 	assert.Equal(t, tokA, got.Token)
 	assert.NotEmpty(t, got.Owner.Host)
@@ -69,14 +69,14 @@ func TestElectionLeaderObserveProclaimResign(t *testing.T) {
 
 	require.NoError(t, la.Proclaim(ctxTimeout(t, 5*time.Second), "10.0.0.1:9090"))
 	got = next(t, changes)
-	assert.Equal(t, la.Node(), got.Node, "proclaim keeps the leader")
+	assert.Equal(t, la.Lease().Node(), got.Node, "proclaim keeps the leader")
 	assert.Equal(t, "10.0.0.1:9090", got.Value)
 
 	require.NoError(t, la.Resign(context.Background()))
 	lb := <-won
 	require.NotNil(t, lb)
 	got = next(t, changes)
-	assert.Equal(t, lb.Node(), got.Node)
+	assert.Equal(t, lb.Lease().Node(), got.Node)
 	assert.Equal(t, "10.0.0.2:8080", got.Value)
 	require.Error(t, la.Proclaim(ctxTimeout(t, 5*time.Second), "late"), "a resigned leader cannot proclaim")
 
@@ -117,7 +117,7 @@ func TestElectionRequestCost(t *testing.T) {
 	e := mustElection(t, connect(t), p)
 	ld, err := e.Campaign(ctxTimeout(t, 10*time.Second), "v1")
 	require.NoError(t, err)
-	tokenOf(ld.Lease)
+	tokenOf(ld.Lease())
 	watcher := mustElection(t, connect(t), p)
 	assert.Equal(t, cost{reads: 2}, costOf(t, func() {
 		_, err := watcher.Leader(ctxTimeout(t, 5*time.Second))
@@ -226,7 +226,7 @@ func TestElectionLatchNames(t *testing.T) {
 	require.NoError(t, err)
 	la, err := a.Campaign(ctxTimeout(t, 10*time.Second), "a")
 	require.NoError(t, err)
-	assert.Regexp(t, `^_c_[0-9a-f]{32}-latch-0000000000$`, la.Node()[len(p)+1:])
+	assert.Regexp(t, `^_c_[0-9a-f]{32}-latch-0000000000$`, la.Lease().Node()[len(p)+1:])
 
 	b, err := connect(t).NewElection(p, zklock.LatchNames())
 	require.NoError(t, err)
@@ -239,7 +239,7 @@ func TestElectionLatchNames(t *testing.T) {
 	waitChildren(t, obs, p, 2)
 	ld, err := b.Leader(ctxTimeout(t, 5*time.Second))
 	require.NoError(t, err)
-	assert.Equal(t, la.Node(), ld.Node)
+	assert.Equal(t, la.Lease().Node(), ld.Node)
 	assert.Equal(t, "a", ld.Value)
 
 	_, err = mustElection(t, connect(t), p).Campaign(ctxTimeout(t, 10*time.Second), "mutex-named")
@@ -254,6 +254,6 @@ func TestElectionLatchNames(t *testing.T) {
 	require.NotNil(t, lb)
 	ld, err = a.Leader(ctxTimeout(t, 5*time.Second))
 	require.NoError(t, err)
-	assert.Equal(t, lb.Node(), ld.Node)
+	assert.Equal(t, lb.Lease().Node(), ld.Node)
 	require.NoError(t, lb.Resign(context.Background()))
 }

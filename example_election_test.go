@@ -34,7 +34,7 @@ func ExampleElection() {
 		return
 	}
 	leader, _ := election.Leader(ctx) // anyone can ask, campaigning or not
-	fmt.Println(leader.Value, leader.Node == lead.Node())
+	fmt.Println(leader.Value, leader.Node == lead.Lease().Node())
 
 	_ = lead.Proclaim(ctx, "10.0.0.7:9090") // a new value, same leader
 	leader, _ = election.Leader(ctx)

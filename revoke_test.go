@@ -90,7 +90,7 @@ func TestRevokeBadNodes(t *testing.T) {
 	require.NoError(t, err)
 	ld, err := e.Campaign(ctxTimeout(t, 10*time.Second), "id-1")
 	require.NoError(t, err)
-	err = c.AskToRelease(ctxTimeout(t, 5*time.Second), ld.Node())
+	err = c.AskToRelease(ctxTimeout(t, 5*time.Second), ld.Lease().Node())
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "leader latch")
 	now, err := e.Leader(ctxTimeout(t, 5*time.Second))

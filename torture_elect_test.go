@@ -67,7 +67,7 @@ func (o *op) elect(ctx context.Context) {
 			return nil, err
 		}
 		lead = ld
-		return ld.Lease, nil
+		return ld.Lease(), nil
 	})
 	if err != nil {
 		return

@@ -260,7 +260,7 @@ func (tt *torture) revokeCut(s *slot, f fault) {
 		var e *zklock.Election
 		if e, err = c.NewElection(o.lp(path)); err == nil {
 			if lead, err = e.Campaign(ctx, o.who); err == nil {
-				l = lead.Lease
+				l = lead.Lease()
 			}
 		}
 	} else {

@@ -142,7 +142,7 @@ func (c campaign) Acquire(ctx context.Context) (*zklock.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ld.Lease, nil
+	return ld.Lease(), nil
 }
 
 func (c campaign) TryAcquire(context.Context) (*zklock.Lease, error) {

@@ -25,7 +25,7 @@ func TestLeader(t *testing.T) {
 	require.NoError(t, err)
 	ld, err := e.Campaign(context.Background(), "10.0.0.7:8080")
 	require.NoError(t, err)
-	tok, err := ld.Token(context.Background())
+	tok, err := ld.Lease().Token(context.Background())
 	require.NoError(t, err)
 
 	code, out, stderr = runZK(t, 20*time.Second, "leader", path)
@@ -38,7 +38,7 @@ func TestLeader(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	var got leaderJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
-	require.Equal(t, leaderJSON{Leader: true, Node: ld.Node(), Value: "10.0.0.7:8080", Host: host, PID: os.Getpid(), Token: tok}, got)
+	require.Equal(t, leaderJSON{Leader: true, Node: ld.Lease().Node(), Value: "10.0.0.7:8080", Host: host, PID: os.Getpid(), Token: tok}, got)
 }
 
 // zklock leader --watch prints every change: nobody, a leader, its new

@@ -71,7 +71,7 @@ func TestElectionWithCuratorLeaderSelector(t *testing.T) {
 	for got.Node == "" { // Curator left before zklock's node was listed
 		got = nextLeader(t, changes)
 	}
-	assert.Equal(t, l.Node(), got.Node)
+	assert.Equal(t, l.Lease().Node(), got.Node)
 	assert.Equal(t, "zklock-1", got.Value)
 
 	curatorSeesZklockLeader(t, rec, p, "leaderof", "zklock-1")

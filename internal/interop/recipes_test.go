@@ -195,7 +195,7 @@ func TestRefuseCuratorLeaderLatchWithoutLatchNames(t *testing.T) {
 		if l == nil {
 			return nil, err
 		}
-		return l.Lease, err
+		return l.Lease(), err
 	})
 	assert.Empty(t, zklockNodes(t, observer(t), p, c.ID()))
 }
