@@ -28,7 +28,7 @@ func (l *Lease) monitor() {
 	var own <-chan zk.Event
 	var rewatch <-chan result[ownWatch]
 	var again <-chan time.Time // the next attempt to set the own-node watch again
-	var backoff rewatchBackoff
+	var delay backoff          // between attempts to set the own-node watch again
 	for {
 		var lost error
 		select {
@@ -52,14 +52,14 @@ func (l *Lease) monitor() {
 			rewatch = nil
 			switch {
 			case r.err == nil:
-				own, backoff = r.v.ev, 0
+				own, delay = r.v.ev, 0
 				if isRevokeRequest(r.v.data) {
 					l.revokeRequested()
 				}
 			case errors.Is(r.err, zk.ErrNoNode):
 				lost = deletedByOther(q.full())
 			default: // never give the watch up: the loss checks cover the session meanwhile
-				again = time.After(backoff.next())
+				again = time.After(delay.next())
 			}
 		case <-again:
 			again, rewatch = nil, l.watchOwnNode()
@@ -95,16 +95,6 @@ func (l *Lease) ownNodeEvent(ev zk.Event) error {
 		return fmt.Errorf("%w: watch on %s ended: %w", ErrLockLost, l.q.full(), ev.Err)
 	}
 	return nil
-}
-
-// rewatchBackoff spaces the attempts to set the own-node watch again after
-// a failed read: the monitor retries until one succeeds, the node is found
-// gone, or the lease ends.
-type rewatchBackoff time.Duration
-
-func (b *rewatchBackoff) next() time.Duration {
-	*b = rewatchBackoff(min(max(2*time.Duration(*b), retryFirst), retryMax))
-	return time.Duration(*b)
 }
 
 // ownWatch is the own-node watch set again, with the data it read.

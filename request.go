@@ -72,7 +72,19 @@ type retrier struct {
 	ctx    context.Context
 	sess   *session
 	closed <-chan struct{} // Close began (callers), or closed the connection (cleanups)
-	delay  time.Duration
+	delay  backoff
+}
+
+// backoff spaces retries: the base doubles from retryFirst up to retryMax,
+// and each wait is drawn from its upper half, so that clients cut off
+// together do not come back in step.
+type backoff time.Duration
+
+// next moves the base on and returns the next wait.
+func (b *backoff) next() time.Duration {
+	d := min(max(2*time.Duration(*b), retryFirst), retryMax)
+	*b = backoff(d)
+	return d/2 + rand.N(d/2+1)
 }
 
 // retrier is the policy for a caller: it stops when Close begins.
@@ -93,12 +105,7 @@ var errSessionOver = errors.New("zklock: session over")
 // wait sleeps before the next attempt, or returns why there is none.
 func (r *retrier) wait() error {
 	r.c.opts.metrics.Retried()
-	if r.delay == 0 {
-		r.delay = retryFirst
-	} else {
-		r.delay = min(2*r.delay, retryMax)
-	}
-	t := time.NewTimer(r.delay/2 + rand.N(r.delay/2+1))
+	t := time.NewTimer(r.delay.next())
 	defer t.Stop()
 	var lost <-chan struct{}
 	if r.sess != nil {
