@@ -137,12 +137,11 @@ func (ld *Leadership) Resign(ctx context.Context) error { return ld.lease.Releas
 // session timeout, whichever ends first (then with ErrUnreachable).
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	c := e.c
-	if !c.track() {
-		return Leader{}, ErrClosed
+	ctx, scope, err := c.begin(ctx, true)
+	if err != nil {
+		return Leader{}, err
 	}
-	defer c.wg.Done()
-	ctx, cancel := c.answerBound(ctx)
-	defer cancel()
+	defer scope.end()
 	for {
 		ld, err := e.readLeader(ctx, false)
 		switch {

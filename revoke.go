@@ -79,13 +79,12 @@ func (c *Client) AskToRelease(ctx context.Context, node string) error {
 		// replace the participant id its getLeader reports.
 		return fmt.Errorf("%w: %q is a leader latch's node, and a latch cannot be asked to release", ErrInvalidArgument, node)
 	}
-	if !c.track() {
-		return ErrClosed
+	ctx, scope, err := c.begin(ctx, true)
+	if err != nil {
+		return err
 	}
-	defer c.wg.Done()
-	ctx, cancel := c.answerBound(ctx)
-	defer cancel()
-	_, err := call(ctx, c, func() (*zk.Stat, error) { return c.conn.Set(node, revokeMessage, -1) })
+	defer scope.end()
+	_, err = call(ctx, c, func() (*zk.Stat, error) { return c.conn.Set(node, revokeMessage, -1) })
 	switch {
 	case err == nil:
 		return nil
