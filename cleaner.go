@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path"
 	"strings"
 	"sync"
@@ -26,9 +27,11 @@ const maxPendingCleanups = 10000
 // NoNode as "in use again, skip", and a contender whose create finds the
 // path gone creates it again.
 type cleaner struct {
-	c     *Client
-	delay time.Duration
-	root  string
+	conn    *zk.Conn
+	log     *slog.Logger
+	metrics Metrics
+	delay   time.Duration
+	root    string
 
 	mu      sync.Mutex
 	closed  bool
@@ -45,8 +48,9 @@ type cleaner struct {
 	mine   map[string]int64
 }
 
-func newCleaner(c *Client) *cleaner {
-	return &cleaner{c: c, delay: c.opts.cleanupDelay, root: c.opts.cleanupRoot, pending: make(map[string]*time.Timer), mine: make(map[string]int64)}
+func newCleaner(conn *zk.Conn, o options) *cleaner {
+	return &cleaner{conn: conn, log: o.logger, metrics: o.metrics, delay: o.cleanupDelay, root: o.cleanupRoot,
+		pending: make(map[string]*time.Timer), mine: make(map[string]int64)}
 }
 
 // remember records that this client created p, with stat as read after the
@@ -81,7 +85,7 @@ func (cl *cleaner) adoptUnused(stat *zk.Stat, p string) {
 
 // exists reads p's stat: a nil stat and no error when p is missing.
 func (cl *cleaner) exists(p string) (*zk.Stat, error) {
-	ok, stat, err := cl.c.conn.Exists(p)
+	ok, stat, err := cl.conn.Exists(p)
 	if !ok {
 		stat = nil
 	}
@@ -170,7 +174,7 @@ func (cl *cleaner) scheduleLocked(lockPath string) {
 		return
 	}
 	if len(cl.pending) >= maxPendingCleanups {
-		cl.c.log.Warn("zklock: too many pending cleanups; leaving this one to the server", "path", lockPath)
+		cl.log.Warn("zklock: too many pending cleanups; leaving this one to the server", "path", lockPath)
 		return
 	}
 	cl.pending[lockPath] = time.AfterFunc(cl.delay, func() {
@@ -205,7 +209,7 @@ func (cl *cleaner) clean(lockPath string) {
 // cleanOne deletes p if it is an empty node this client made; true if p is
 // gone now (go on to its parent), false to stop.
 func (cl *cleaner) cleanOne(p string) bool {
-	ok, stat, err := cl.c.conn.Exists(p)
+	ok, stat, err := cl.conn.Exists(p)
 	if err == nil && !ok {
 		return true
 	}
@@ -219,18 +223,18 @@ func (cl *cleaner) cleanOne(p string) bool {
 		}
 		cleanerRead(p)
 	}
-	switch err := cl.c.conn.Delete(p, stat.Version); {
+	switch err := cl.conn.Delete(p, stat.Version); {
 	case err == nil:
 		cl.forget(p)
-		cl.c.log.Debug("zklock: removed empty lock path", "path", p)
-		cl.c.opts.metrics.CleanerDeleted(p)
+		cl.log.Debug("zklock: removed empty lock path", "path", p)
+		cl.metrics.CleanerDeleted(p)
 		return true
 	case errors.Is(err, zk.ErrNoNode):
 		cl.forget(p) // someone else cleaned it
 	case errors.Is(err, zk.ErrNotEmpty), errors.Is(err, zk.ErrBadVersion):
 		// in use again, or made again by someone else
 	default:
-		cl.c.log.Debug("zklock: cleanup skipped", "path", p, "err", err)
+		cl.log.Debug("zklock: cleanup skipped", "path", p, "err", err)
 	}
 	return false
 }
@@ -251,7 +255,7 @@ func (cl *cleaner) removable(p string, stat *zk.Stat) bool {
 // (its data is empty, as Curator, kazoo and zklock make lock paths) and
 // nothing is deleted.
 func (cl *cleaner) stamp(p string, read *zk.Stat) *zk.Stat {
-	stat, err := cl.c.conn.Set(p, []byte{}, 0)
+	stat, err := cl.conn.Set(p, []byte{}, 0)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		cl.forget(p)
@@ -260,7 +264,7 @@ func (cl *cleaner) stamp(p string, read *zk.Stat) *zk.Stat {
 		return nil
 	case !cl.isMine(p, stat.Czxid):
 		cl.forgetNode(p, read.Czxid)
-		cl.c.log.Debug("zklock: cleanup skipped: path made again by someone else", "path", p)
+		cl.log.Debug("zklock: cleanup skipped: path made again by someone else", "path", p)
 		return nil
 	case !cl.removable(p, stat):
 		return nil

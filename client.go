@@ -2,12 +2,9 @@ package zklock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,26 +18,18 @@ import (
 type Client struct {
 	conn    *zk.Conn
 	ownConn bool
-	id      string        // random per client: half of every default owner identity
-	guids   atomic.Uint64 // create attempts so far: the other half of a GUID
+	me      *identity // who the client is in its lock nodes (owner.go)
 	opts    options
 	log     *slog.Logger
 	wire    *wire // nil when the caller brought the connection
-	host    string
-	pid     int
 	handler *eventHandler
 
-	closing    chan struct{} // closed by Close
+	lifecycle                // closing, the leases held, the goroutines in flight
 	connClosed chan struct{} // closed once Close has closed an owned connection
 	closeOnce  sync.Once
 	eventsEnd  chan struct{} // closed when the event goroutine ends
-	wg         sync.WaitGroup
 
 	session *sessionTracker // session.go's, under its own lock
-
-	mu      sync.Mutex // guards the two fields below
-	leases  map[*Lease]struct{}
-	drained bool // Close has released the leases: no new release goroutines
 
 	holds   holdTable    // reentrant.go's, under its own lock
 	parents *parentMaker // parents.go's, under its own lock
@@ -205,26 +194,20 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, 
 }
 
 func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	host, _ := os.Hostname()
 	c := &Client{
 		conn:       conn,
 		ownConn:    own,
-		id:         hex.EncodeToString(id[:]),
+		me:         newIdentity(),
 		opts:       o,
 		log:        o.logger,
 		wire:       w,
-		host:       host,
-		pid:        os.Getpid(),
 		handler:    newEventHandler(o.onEvent),
-		closing:    make(chan struct{}),
+		lifecycle:  newLifecycle(),
 		connClosed: make(chan struct{}),
 		eventsEnd:  make(chan struct{}),
-		leases:     make(map[*Lease]struct{}),
 		holds:      holdTable{byPath: make(map[string]map[string]*hold)},
 	}
-	c.cleaner = newCleaner(c)
+	c.cleaner = newCleaner(conn, o)
 	c.parents = &parentMaker{c: c}
 	c.clock = newLossClock(c)
 	c.session = newSessionTracker(conn, c.log, c.clock.states, c.closing)
@@ -234,12 +217,10 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 }
 
 // ID returns the client's random id, recorded in its lock nodes.
-func (c *Client) ID() string { return c.id }
+func (c *Client) ID() string { return c.me.id }
 
 // Conn returns the underlying connection, for requests zklock does not make.
 func (c *Client) Conn() *zk.Conn { return c.conn }
-
-func (c *Client) isClosed() bool { return isDone(c.closing) }
 
 // Close ends every wait with ErrClosed (removing its queue node), releases
 // every lease, runs pending cleanups, closes the connection if Connect opened
@@ -255,13 +236,7 @@ func (c *Client) isClosed() bool { return isDone(c.closing) }
 // ends.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		close(c.closing)
-		leases := make([]*Lease, 0, len(c.leases))
-		for l := range c.leases {
-			leases = append(leases, l)
-		}
-		c.mu.Unlock()
+		leases := c.beginClose()
 		// Without an answering server, nothing is waited for: closing the
 		// session is what removes its nodes then.
 		wait := c.opts.cleanupTimeout
@@ -271,17 +246,9 @@ func (c *Client) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		for _, l := range leases {
-			if !l.endOnClose() {
-				continue
-			}
-			l.forget()
-			if _, err := l.q.removeWithin(ctx, nil); err != nil && classify(err) != errStop {
-				c.log.Warn("zklock: removing a lease's node on close", "node", l.Node(), "err", err)
-			}
+			l.releaseOnClose(ctx)
 		}
-		c.mu.Lock()
-		c.drained = true
-		c.mu.Unlock()
+		c.drain()
 		if c.ownConn {
 			// Waiters, lease monitors and background deletes, as long as the
 			// deadline allows (closing the session ends the rest), so that

@@ -86,7 +86,7 @@
 // Close, options.go the options. mutex.go, reentrant.go, singleton.go,
 // rwmutex.go, semaphore.go and multilock.go (with its composite lease) are
 // the primitives on that core; watch.go also holds how each waits (on one
-// node, or on the path's list for a semaphore's lease); metrics.go is the
+// node, or on the path's list for a semaphore's lease); telemetry.go is the
 // observation hook; parents.go creates lock paths and cleaner.go
 // removes empty ones; contenders.go lists a queue; path.go checks lock paths;
 // owner.go holds the node records. The rules for lock node names (their

@@ -69,15 +69,3 @@ func (e *OpError) Error() string {
 }
 
 func (e *OpError) Unwrap() error { return e.Err }
-
-// opError returns a function that wraps a failure of op on path in an
-// OpError and passes a lease through, for a call's results:
-// opError("acquire", p)(c.acquire(...)).
-func opError(op, path string) func(*Lease, error) (*Lease, error) {
-	return func(l *Lease, err error) (*Lease, error) {
-		if err != nil {
-			return l, &OpError{Op: op, Path: path, Err: err}
-		}
-		return l, nil
-	}
-}

@@ -65,14 +65,9 @@ const (
 func newLease(q *queueNode) *Lease {
 	c := q.c
 	l := &Lease{c: c, q: q, since: time.Now(), presumed: make(chan struct{}), revoke: make(chan struct{}), done: make(chan struct{})}
-	c.mu.Lock()
-	if c.isClosed() {
-		c.mu.Unlock()
+	if !c.register(l) {
 		return nil
 	}
-	c.leases[l] = struct{}{}
-	c.wg.Add(1)
-	c.mu.Unlock()
 	if err := q.lossCheck(); err != nil {
 		l.lose(err)
 	}
@@ -365,18 +360,17 @@ func (l *Lease) lose(err error) {
 }
 
 // forget takes l off its client's held leases.
-func (l *Lease) forget() {
-	c := l.c
-	c.mu.Lock()
-	delete(c.leases, l)
-	c.mu.Unlock()
-}
+func (l *Lease) forget() { l.c.forget(l) }
 
-func (c *Client) presumeLeasesLost() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for l := range c.leases {
-		l.presumeLost()
+// releaseOnClose ends a lease still held when its client closes, and deletes
+// its node within ctx.
+func (l *Lease) releaseOnClose(ctx context.Context) {
+	if !l.endOnClose() {
+		return
+	}
+	l.forget()
+	if _, err := l.q.removeWithin(ctx, nil); err != nil && classify(err) != errStop {
+		l.c.log.Warn("zklock: removing a lease's node on close", "node", l.Node(), "err", err)
 	}
 }
 

@@ -3,9 +3,13 @@ package zklock
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"os"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -122,6 +126,39 @@ func goroutineID() int64 {
 	return n
 }
 
-func (c *Client) ownerRecord(explicit string, goroutine int64) Owner {
-	return Owner{Host: c.host, PID: c.pid, Client: c.id, Goroutine: goroutine, Name: explicit, Since: time.Now().UTC()}
+// identity is who a client is in its lock nodes: a random id (half of every
+// default owner identity and of every GUID), and the host and process.
+type identity struct {
+	id    string
+	host  string
+	pid   int
+	guids atomic.Uint64 // create attempts so far: the other half of a GUID
+}
+
+func newIdentity() *identity {
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	host, _ := os.Hostname()
+	return &identity{id: hex.EncodeToString(id[:]), host: host, pid: os.Getpid()}
+}
+
+// record is the owner record of a node made for explicit (or the goroutine).
+func (me *identity) record(explicit string, goroutine int64) Owner {
+	return Owner{Host: me.host, PID: me.pid, Client: me.id, Goroutine: goroutine, Name: explicit, Since: time.Now().UTC()}
+}
+
+// newGUID names one create attempt: the client's random id and a counter,
+// 32 hex digits. It needs to be unique only among the nodes of lock paths, and
+// the client id already is (64 random bits); a counter costs nothing where
+// crypto/rand per Acquire cost a syscall.
+func (me *identity) newGUID() string {
+	var b [32]byte
+	copy(b[:16], me.id)
+	n := me.guids.Add(1)
+	const digits = "0123456789abcdef"
+	for i := 31; i >= 16; i-- {
+		b[i] = digits[n&0xf]
+		n >>= 4
+	}
+	return string(b[:])
 }

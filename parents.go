@@ -141,7 +141,7 @@ func (pm *parentMaker) record(ctx context.Context, p, lockPath string, made <-ch
 // says an earlier create of p lost its reply: p found existing may be ours.
 func (pm *parentMaker) settle(p, lockPath string, made <-chan result[string], afterLostReply bool) {
 	c := pm.c
-	c.inBackground(func() { c.cleaner.settle(p, lockPath, made, afterLostReply) })
+	c.inBackground(func() { c.cleaner.settle(p, lockPath, made, afterLostReply, c.cleanupRetrier(nil)) })
 }
 
 // madeIt is the outcome of a create that made its node.
@@ -154,7 +154,7 @@ func madeIt() <-chan result[string] {
 // settle goes on, like the removal of an abandoned queue node, until the
 // outcome is known or Close has closed the connection: go-zookeeper fails
 // every pending request when a connection ends, so made always answers.
-func (cl *cleaner) settle(p, lockPath string, made <-chan result[string], afterLostReply bool) {
+func (cl *cleaner) settle(p, lockPath string, made <-chan result[string], afterLostReply bool, r *retrier) {
 	err := error(zk.ErrConnectionClosed)
 	if made != nil {
 		err = (<-made).err
@@ -165,7 +165,7 @@ func (cl *cleaner) settle(p, lockPath string, made <-chan result[string], afterL
 	default:
 		return // not made, or made by someone else
 	}
-	r := cl.c.cleanupRetrier(nil)
+
 	for {
 		stat, serr := cl.exists(p)
 		switch {

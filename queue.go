@@ -69,22 +69,6 @@ type handOffProof struct {
 
 func (q *queueNode) full() string { return q.path + "/" + q.name }
 
-// newGUID names one create attempt: the client's random id and a counter,
-// 32 hex digits. It needs to be unique only among the nodes of lock paths, and
-// the client id already is (64 random bits); a counter costs nothing where
-// crypto/rand per Acquire cost a syscall.
-func (c *Client) newGUID() string {
-	var b [32]byte
-	copy(b[:16], c.id)
-	n := c.guids.Add(1)
-	const digits = "0123456789abcdef"
-	for i := 31; i >= 16; i-- {
-		b[i] = digits[n&0xf]
-		n >>= 4
-	}
-	return string(b[:])
-}
-
 // createdNode is a create's outcome: the node's name and its session.
 type createdNode struct {
 	name    string
@@ -100,7 +84,7 @@ type createdNode struct {
 // enqueue returns, or within the cleanup timeout in the background.
 func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode, []string, error) {
 	lockPath := a.path
-	q := &queueNode{c: c, path: lockPath, guid: c.newGUID(), sess: sess, owner: a.owner, style: a.style, brief: a.policy.brief(), fetched: make(chan struct{})}
+	q := &queueNode{c: c, path: lockPath, guid: c.me.newGUID(), sess: sess, owner: a.owner, style: a.style, brief: a.policy.brief(), fetched: make(chan struct{})}
 	node, listed, err := q.create(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -165,7 +165,7 @@ func (r *ReentrantMutex) checkNested(key string, h *hold) (*Lease, error) {
 // first queues for the lock with the owner's fresh hold h.
 func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explicit string, g int64, try bool) (*Lease, error) {
 	c := r.c
-	l, err := c.acquire(ctx, ask{path: r.path, owner: c.ownerRecord(explicit, g), try: try, style: lockpath.MutexStyle, rule: lockpath.MutexTurn, policy: policyLock})
+	l, err := c.acquire(ctx, ask{path: r.path, owner: c.me.record(explicit, g), try: try, style: lockpath.MutexStyle, rule: lockpath.MutexTurn, policy: policyLock})
 	c.holds.mu.Lock()
 	defer c.holds.mu.Unlock()
 	if err != nil {

@@ -148,18 +148,6 @@ func (q *queueNode) removeInBackground() {
 	}()
 }
 
-// trackRelease is track for a lease's release, which Close itself makes:
-// it succeeds until Close has finished releasing.
-func (c *Client) trackRelease() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.drained {
-		return false
-	}
-	c.wg.Add(1)
-	return true
-}
-
 // removal says how a node went away.
 type removal int
 

@@ -146,28 +146,6 @@ func (c *Client) grantedTimeout() time.Duration {
 	return c.opts.sessionTimeout
 }
 
-// isDone reports whether ch is closed.
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// track registers one more zklock goroutine or call that Close must wait
-// for; false once the client is closing.
-func (c *Client) track() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.isClosed() {
-		return false
-	}
-	c.wg.Add(1)
-	return true
-}
-
 // begin is the start of every call of the client's that talks to ZooKeeper:
 // it registers the call with Close (ErrClosed once the client is closing)
 // and, when bound (a call that does not wait for a lock), bounds ctx by the
