@@ -514,7 +514,10 @@ func TestWaiterWhoseNodeWasDeletedIsNeverGranted(t *testing.T) {
 			x := acquireAsync(t, mx)
 			waitChildren(t, obs, p, 3)
 			queue := lockChildren(t, obs, p)
-			before := watchersOf(t, h.Node())
+			// The holder's own-node watch and W's: W's is set after its node
+			// appears, and counting before it lands would expect one too few.
+			eventually(t, "W watches the holder", func() bool { return watchersOf(t, h.Node()) == 2 })
+			before := 2
 			require.NoError(t, obs.Delete(p+"/"+queue[1], -1))
 			eventually(t, "X watches the holder", func() bool { return watchersOf(t, h.Node()) == before+1 })
 
