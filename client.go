@@ -197,7 +197,7 @@ func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
 	c := &Client{
 		conn:       conn,
 		ownConn:    own,
-		me:         newIdentity(),
+		me:         newIdentity(o.maxHold),
 		opts:       o,
 		log:        o.logger,
 		wire:       w,

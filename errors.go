@@ -27,6 +27,10 @@ var (
 	// expired, its node was deleted by someone else, or the client lost contact
 	// with ZooKeeper for so long that another holder may already exist.
 	ErrLockLost = errors.New("zklock: lock lost")
+	// ErrHoldLimit ends a lease that reached the hold limit (WithMaxHold):
+	// zklock deleted its node, so the next waiter may hold the lock. It is not
+	// ErrLockLost: the lease ended on purpose, at a moment known in advance.
+	ErrHoldLimit = errors.New("zklock: hold limit reached")
 	// ErrReleased is what Lease.Err reports after a normal Release.
 	ErrReleased = errors.New("zklock: lease released")
 	// ErrClosed is returned by every call on a closed Client, and ends waits

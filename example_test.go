@@ -157,3 +157,37 @@ func (s *fencedStore) write(token int64, _ string) error {
 	s.highest = token
 	return nil
 }
+
+func ExampleJob_Run() {
+	client, _ := zklock.Connect(context.Background(), servers)
+	defer client.Close()
+	// Every host runs this hourly; ZooKeeper's clock says which hour it is.
+	job, _ := client.NewJob("/examples/hourly-report", time.Hour)
+
+	_, err := job.Run(context.Background(), func(ctx context.Context) error {
+		fmt.Println("report made")
+		return nil
+	})
+	fmt.Println(err)
+	run, err := job.Run(context.Background(), func(ctx context.Context) error {
+		fmt.Println("never: this hour's report was made")
+		return nil
+	})
+	fmt.Println(errors.Is(err, zklock.ErrRanThisPeriod), run.Outcome, run.Owner.Client == client.ID())
+	// Output:
+	// report made
+	// <nil>
+	// true succeeded true
+}
+
+func ExampleWithMaxHold() {
+	client, _ := zklock.Connect(context.Background(), servers, zklock.WithMaxHold(100*time.Millisecond))
+	defer client.Close()
+	mu, _ := client.NewMutex("/examples/stuck")
+	err := mu.Do(context.Background(), func(ctx context.Context) error {
+		<-ctx.Done() // a job that would hang, ended by the limit
+		return ctx.Err()
+	})
+	fmt.Println(errors.Is(err, zklock.ErrHoldLimit))
+	// Output: true
+}

@@ -329,8 +329,9 @@ func (l *Lease) whenEnded(fn func(error)) {
 	l.onEnd = append(l.onEnd, fn)
 }
 
-// lose ends the lease with err and removes its node in the background if
-// the session may still hold it, so the queue behind it moves. While a
+// lose ends the lease with err (a loss, or the hold limit) and removes its
+// node in the background if the session may still hold it, so the queue
+// behind it moves. While a
 // Release is deleting the node, a node-deleted loss may be that very delete:
 // it waits for the delete's outcome; any other loss ends the lease at once.
 func (l *Lease) lose(err error) {
@@ -350,7 +351,11 @@ func (l *Lease) lose(err error) {
 	l.endLocked(err)
 	l.mu.Unlock()
 	c := l.c
-	c.log.Warn("zklock: lock lost", "node", l.q.full(), "err", err)
+	if errors.Is(err, ErrHoldLimit) {
+		c.log.Info("zklock: hold limit reached; releasing", "node", l.q.full(), "limit", c.opts.maxHold)
+	} else {
+		c.log.Warn("zklock: lock lost", "node", l.q.full(), "err", err)
+	}
 	l.forget()
 	if !releasing { // a Release is deleting it already
 		// Delete by name even if the session seems over: the name carries

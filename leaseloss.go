@@ -29,6 +29,8 @@ func (l *Lease) monitor() {
 	var rewatch <-chan result[ownWatch]
 	var again <-chan time.Time // the next attempt to set the own-node watch again
 	var delay backoff          // between attempts to set the own-node watch again
+	limit, stopLimit := l.holdLimit()
+	defer stopLimit()
 	for {
 		var lost error
 		select {
@@ -69,6 +71,8 @@ func (l *Lease) monitor() {
 			presumed, lost = nil, fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)
 		case <-c.clock.current():
 			lost = q.lossCheck()
+		case <-limit:
+			limit, lost = nil, fmt.Errorf("%w: held for %v", ErrHoldLimit, c.opts.maxHold)
 		}
 		if lost != nil {
 			l.lose(lost) // ends the lease, or waits for a Release's outcome
@@ -184,4 +188,16 @@ func (c *Client) sessionLoss() error {
 		return fmt.Errorf("%w: the connection was closed", ErrLockLost)
 	}
 	return fmt.Errorf("%w: session expired: %w", ErrLockLost, zk.ErrSessionExpired)
+}
+
+// holdLimit fires when the lease has been held for the client's hold limit
+// (WithMaxHold); nil without one, and for a lease zklock takes for a moment
+// on its own behalf (a semaphore's turnstile).
+func (l *Lease) holdLimit() (<-chan time.Time, func() bool) {
+	d := l.c.opts.maxHold
+	if d <= 0 || l.q.brief {
+		return nil, func() bool { return false }
+	}
+	t := time.NewTimer(d - time.Since(l.since))
+	return t.C, t.Stop
 }

@@ -44,6 +44,7 @@ type options struct {
 	followerLag    time.Duration
 	metrics        Metrics
 	tls            *tls.Config
+	maxHold        time.Duration
 }
 
 type authCred struct {
@@ -247,6 +248,27 @@ func WithTLS(cfg *tls.Config) Option {
 			return fmt.Errorf("%w: WithTLS needs a tls.Config", ErrInvalidOption)
 		}
 		o.tls = cfg
+		return nil
+	}
+}
+
+// WithMaxHold limits how long any lease of the client may be held: d after
+// the grant the lease ends by itself, as if released, but with Err (and Do's
+// and RunSingleton's fn context cause) matching ErrHoldLimit; its node is
+// deleted so the next waiter may go. It bounds a holder that is alive but
+// stuck, which keeps its session, and so its lock, for ever. The limit is
+// published in the lock node's owner record (Owner.MaxHold) for operators.
+//
+// The limit is enforced by the holder's own timer: a process paused past it
+// (GC, a frozen VM) holds on until it runs again. Fencing tokens make that
+// safe: the resource refuses the late holder's writes once a later holder's
+// token has reached it.
+func WithMaxHold(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: max hold %v must be positive", ErrInvalidOption, d)
+		}
+		o.maxHold = d
 		return nil
 	}
 }

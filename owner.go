@@ -24,6 +24,9 @@ type Owner struct {
 	Name      string    `json:"owner,omitempty"`     // the explicit owner named with ContextWithOwner
 	Value     string    `json:"value,omitempty"`     // what a leader publishes (Election.Campaign, Proclaim; RunSingleton's WithValue)
 	Since     time.Time `json:"since"`               // when the node was created (joined the queue)
+	// MaxHold is the client's hold limit (WithMaxHold), 0 for none: the
+	// holder ends its lease by itself that long after the grant.
+	MaxHold time.Duration `json:"maxHold,omitempty"`
 }
 
 // marshal encodes o exactly as encoding/json does, without its reflection:
@@ -62,6 +65,9 @@ func (o Owner) marshal() []byte {
 		return out
 	}
 	b = append(append(b, `"since":`...), since...)
+	if o.MaxHold != 0 {
+		b = strconv.AppendInt(append(b, `,"maxHold":`...), int64(o.MaxHold), 10)
+	}
 	return append(b, '}')
 }
 
@@ -133,18 +139,21 @@ type identity struct {
 	host  string
 	pid   int
 	guids atomic.Uint64 // create attempts so far: the other half of a GUID
+
+	maxHold time.Duration // the hold limit every record publishes (WithMaxHold)
+	offset  time.Duration // added to the host's clock: tests skew it (export_test.go)
 }
 
-func newIdentity() *identity {
+func newIdentity(maxHold time.Duration) *identity {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
-	return &identity{id: hex.EncodeToString(id[:]), host: host, pid: os.Getpid()}
+	return &identity{id: hex.EncodeToString(id[:]), host: host, pid: os.Getpid(), maxHold: maxHold}
 }
 
 // record is the owner record of a node made for explicit (or the goroutine).
 func (me *identity) record(explicit string, goroutine int64) Owner {
-	return Owner{Host: me.host, PID: me.pid, Client: me.id, Goroutine: goroutine, Name: explicit, Since: time.Now().UTC()}
+	return Owner{Host: me.host, PID: me.pid, Client: me.id, Goroutine: goroutine, Name: explicit, Since: time.Now().Add(me.offset).UTC(), MaxHold: me.maxHold}
 }
 
 // newGUID names one create attempt: the client's random id and a counter,

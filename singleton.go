@@ -44,7 +44,7 @@ func (c *Client) runHolding(ctx context.Context, l *Lease, fn func(ctx context.C
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.cleanupTimeout)
 	rerr := l.Release(rctx)
 	rcancel()
-	if lost != nil && errors.Is(lost, ErrLockLost) {
+	if lost != nil && (errors.Is(lost, ErrLockLost) || errors.Is(lost, ErrHoldLimit)) {
 		if ferr != nil {
 			return fmt.Errorf("%w (fn: %w)", lost, ferr)
 		}
@@ -121,7 +121,7 @@ func (m *Mutex) RunSingleton(ctx context.Context, fn func(ctx context.Context) e
 			cfg.onElected(l)
 		}
 		err = c.runHolding(ctx, l, fn)
-		if !errors.Is(err, ErrLockLost) || ctx.Err() != nil {
+		if !(errors.Is(err, ErrLockLost) || errors.Is(err, ErrHoldLimit)) || ctx.Err() != nil {
 			return err
 		}
 		c.log.Warn("zklock: singleton lost its lock; campaigning again", "path", m.path, "err", err)

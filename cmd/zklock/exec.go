@@ -84,6 +84,9 @@ Exit status:
 	73     --try: the lock is held, or others wait for it
 	75     --timeout expired while the lock was held by others
 	76     the lock was lost while the command ran; the command was stopped
+	79     the command ran for --max-hold; it was stopped and the lock released
+	80     --once-per: not run, as this period's run was made already, or
+	       another host holds the job's lock (running it, or checking)
 	126    the command cannot be run
 	127    the command was not found
 	128+N  zklock received signal N while still waiting for the lock
@@ -110,6 +113,8 @@ Examples:
 		fs.Int("semaphore", 0, "take one of `N` leases of a semaphore (0: an exclusive lock)")
 		fs.Bool("kazoo", false, "with --read or --write: name the nodes as kazoo's ReadLock and WriteLock do")
 		fs.String("value", "", "campaign as the leader of an election with this `value` ('zklock leader <path>' shows it): an exclusive lock that publishes it")
+		fs.Duration("once-per", 0, "run the command at most once per `period` of ZooKeeper's clock, whichever host starts it first (a crontab line on every host): others exit 80 at once, naming the run")
+		fs.Duration("max-hold", 0, "hold the lock at most this `duration`: then stop the command (SIGTERM, SIGKILL after --grace), release, and exit 79; 0 for no limit")
 		fs.Bool("revocable", false, "stop the command (SIGTERM, SIGKILL after --grace) and release when asked to ('zklock break --ask', Curator's Revoker)")
 		fs.Var(&pathList{}, "and", "also take the lock at this `path` (repeatable): all paths are taken together, as one lease")
 	},
@@ -165,8 +170,11 @@ type execOpts struct {
 	permits int
 	// permitsSet: --semaphore was given (0 is then an error, not "exclusive").
 	permitsSet bool
-	revoke     bool   // --revocable
-	value      string // --value: campaign in an election
+	revoke     bool           // --revocable
+	value      string         // --value: campaign in an election
+	maxHold    time.Duration  // --max-hold: the hold limit, 0 for none
+	oncePer    time.Duration  // --once-per: the job's period, 0 for none
+	jobRun     *zklock.JobRun // the run --once-per started, ended by finish
 }
 
 func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
@@ -205,6 +213,8 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		kazoo:   flagValue[bool](fset, "kazoo"),
 		revoke:  flagValue[bool](fset, "revocable"),
 		value:   flagValue[string](fset, "value"),
+		maxHold: flagValue[time.Duration](fset, "max-hold"),
+		oncePer: flagValue[time.Duration](fset, "once-per"),
 	}
 	fset.Visit(func(f *flag.Flag) { o.permitsSet = o.permitsSet || f.Name == "semaphore" })
 	if len(pos) > 0 {
@@ -252,6 +262,10 @@ func (o *execOpts) check() string {
 		return "--value campaigns for one path as an exclusive lock: it excludes --read, --write, --semaphore, --and and --try"
 	case kinds > 0 && len(o.paths) > 1:
 		return "--read, --write and --semaphore take one lock path; paths added with --and are exclusive locks"
+	case o.oncePer != 0 && (kinds > 0 || len(o.paths) > 1 || o.value != ""):
+		return "--once-per runs a job under one exclusive lock: it excludes --read, --write, --semaphore, --and and --value"
+	case o.oncePer < 0, o.oncePer != 0 && o.oncePer < time.Millisecond:
+		return "--once-per must be at least 1ms"
 	case o.kazoo && !o.read && !o.write:
 		return "--kazoo names read/write lock nodes: use it with --read or --write"
 	case o.conn.check() != "":

@@ -61,6 +61,9 @@ func (o *execOpts) acquire(sigs <-chan os.Signal, stderr io.Writer) (*zklock.Cli
 // --try), bounded by ctx. The client is returned even when acquiring fails.
 func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acquired {
 	opts := []zklock.Option{zklock.WithSessionTimeout(o.session)}
+	if o.maxHold > 0 {
+		opts = append(opts, zklock.WithMaxHold(o.maxHold))
+	}
 	if o.verbose {
 		opts = append(opts, zklock.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
 	}
@@ -93,6 +96,12 @@ const tryConnectTimeout = 3 * time.Second
 // primitive is the lock the flags ask for.
 func (o *execOpts) primitive(c *zklock.Client) (zklock.Locker, error) {
 	switch {
+	case o.oncePer > 0:
+		j, err := c.NewJob(o.paths[0], o.oncePer)
+		if err != nil {
+			return nil, err
+		}
+		return jobLock{j, &o.jobRun}, nil
 	case o.read || o.write:
 		var opts []zklock.RWOption
 		if o.kazoo {
@@ -166,6 +175,8 @@ func (o *execOpts) acquireFailed(r acquired, timedOut bool, stderr io.Writer) in
 		return fail(stderr, exitSoftware, "ZooKeeper refused the protected ACL for %s: the session has no identity it knows (a client certificate counts only where the server asks for one, ssl.clientAuth want or need); give credentials with $%s or --auth-file, or use --acl open", o.path, envAuth)
 	case errors.Is(r.err, zklock.ErrIncompatible):
 		return fail(stderr, exitUsage, "refusing to share %s: %s", o.path, strings.TrimPrefix(cause(r.err), strings.TrimPrefix(zklock.ErrIncompatible.Error(), libPrefix)+": "))
+	case o.oncePer > 0 && (errors.Is(r.err, zklock.ErrRanThisPeriod) || errors.Is(r.err, zklock.ErrLocked)):
+		return o.notThisTime(r.err, stderr)
 	case errors.Is(r.err, zklock.ErrLocked):
 		return fail(stderr, exitLocked, "lock is held: %s is taken or has waiters; drop --try to wait for it, or see who holds it with 'zklock status %s'", o.path, strings.Join(o.paths, " "))
 	case timedOut:

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -99,8 +100,12 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, sigs <-chan os.
 		case <-leaseUp:
 			leaseUp = nil
 			r.lost = lease.Err()
-			fmt.Fprintf(stderr, "zklock: lost the lock on %s while the command ran: %s; stopping the command: SIGTERM now, SIGKILL after %v\n",
-				o.path, lossCause(r.lost), o.grace)
+			if errors.Is(r.lost, zklock.ErrHoldLimit) {
+				fmt.Fprintf(stderr, "zklock: the command held %s for --max-hold %v; stopping it: SIGTERM now, SIGKILL after %v\n", o.path, o.maxHold, o.grace)
+			} else {
+				fmt.Fprintf(stderr, "zklock: lost the lock on %s while the command ran: %s; stopping the command: SIGTERM now, SIGKILL after %v\n",
+					o.path, lossCause(r.lost), o.grace)
+			}
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 			killAt = time.After(o.grace)
 		case <-killAt:
@@ -127,9 +132,12 @@ func (o *execOpts) finish(cmd *exec.Cmd, lease *zklock.Lease, r supervised, stde
 		if r.killed {
 			fmt.Fprintf(stderr, "zklock: the command ignored SIGTERM for %v; killed it\n", o.grace)
 		}
+		if errors.Is(r.lost, zklock.ErrHoldLimit) {
+			return exitHoldLimit
+		}
 		return exitLost
 	}
-	release(lease, o.session)
+	o.release(lease, cmd)
 	if cmd.ProcessState == nil {
 		return fail(stderr, exitSoftware, "waiting for the command: %v", r.waitErr)
 	}

@@ -30,6 +30,8 @@ const (
 	exitLocked      = 73 // exec --try: the lock is taken
 	exitTimeout     = 75 // exec --timeout expired
 	exitLost        = 76 // exec: the lock was lost while the command ran
+	exitHoldLimit   = 79 // exec: the command ran for --max-hold and was stopped
+	exitNotThisTime = 80 // exec --once-per: the period was run already, or is being run
 	exitCannotRun   = 126
 	exitNotFound    = 127
 )
@@ -50,7 +52,7 @@ type command struct {
 	parse func(fs *flag.FlagSet, args []string) ([]string, error)
 }
 
-var commands = []*command{execCmd, statusCmd, leaderCmd, limitCmd, breakCmd, serverCmd}
+var commands = []*command{execCmd, lockCmd, statusCmd, leaderCmd, limitCmd, breakCmd, serverCmd}
 
 const mainUsage = `zklock runs commands under a fair distributed lock kept in ZooKeeper.
 

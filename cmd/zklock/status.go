@@ -197,6 +197,7 @@ func (v statusView) render(ctx context.Context, client *zklock.Client, watch boo
 				fmt.Fprintf(out, "%s:\n", p)
 			}
 			printQueue(out, p, queues[i])
+			printLastRun(ctx, client, out, p)
 		}
 	}
 	return w.changed(), code

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLockHoldsUntilInterrupted: 'zklock lock' prints the node and token
+// once it holds, keeps the lock (a second lock waits), and releases it on
+// SIGINT with exit 0, after which the waiter holds.
+func TestLockHoldsUntilInterrupted(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	p := start(t, "lock", path)
+	cs := waitQueue(t, c, path, 1)
+	waitFile(t, p.stdout, "\n")
+	require.Equal(t, "holding "+path+": node "+cs[0].Node+" token "+strconv.FormatInt(cs[0].Token, 10)+"\n", p.outText())
+	require.Equal(t, "operator", cs[0].Owner.Name)
+
+	second := start(t, "lock", path)
+	waitQueue(t, c, path, 2)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	require.Equal(t, 0, p.wait(t, 10*time.Second), p.errText())
+	require.True(t, strings.HasSuffix(p.outText(), "released "+path+"\n"))
+	waitFile(t, second.stdout, "holding")
+	require.Len(t, contendersOf(t, c, path), 1)
+}
+
+// TestLockLossExits76: the held node deleted behind its back ends 'zklock
+// lock' with 76 and the cause.
+func TestLockLossExits76(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	p := start(t, "lock", path)
+	cs := waitQueue(t, c, path, 1)
+	waitFile(t, p.stdout, "holding")
+	require.NoError(t, c.Conn().Delete(cs[0].Node, -1))
+	require.Equal(t, exitLost, p.wait(t, 10*time.Second))
+	require.Contains(t, p.errText(), "zklock: lost the lock on "+path+": node "+cs[0].Node+" was deleted by someone else")
+}

@@ -1,0 +1,104 @@
+package main
+
+// exec --once-per: the command as a job run at most once per period
+// (zklock.Job), whichever host starts it first.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"time"
+
+	"github.com/zklock/zklock"
+)
+
+// jobLock is a job as the lock exec holds: acquiring starts the period's
+// run (never waiting), and the run is kept for finish to end.
+type jobLock struct {
+	job *zklock.Job
+	run **zklock.JobRun
+}
+
+func (j jobLock) Acquire(ctx context.Context) (*zklock.Lease, error) { return j.TryAcquire(ctx) }
+
+func (j jobLock) TryAcquire(ctx context.Context) (*zklock.Lease, error) {
+	r, run, err := j.job.Start(ctx)
+	if err != nil {
+		return nil, &notThisTime{run, err}
+	}
+	*j.run = r
+	return r.Lease(), nil
+}
+
+// notThisTime is a job not run by this call, with the run that covers the
+// period (or the last one recorded, while another host holds the lock).
+type notThisTime struct {
+	run zklock.Run
+	err error
+}
+
+func (e *notThisTime) Error() string { return e.err.Error() }
+func (e *notThisTime) Unwrap() error { return e.err }
+
+// notThisTime reports a job not run and returns its exit code.
+func (o *execOpts) notThisTime(err error, stderr io.Writer) int {
+	var n *notThisTime
+	run := zklock.Run{}
+	if errors.As(err, &n) {
+		run = n.run
+	}
+	if errors.Is(err, zklock.ErrRanThisPeriod) {
+		return fail(stderr, exitNotThisTime, "not run: %s was run this period (%v) %s", o.path, o.oncePer, describeRun(run))
+	}
+	return fail(stderr, exitNotThisTime, "not run: another host holds %s (running the job, or checking the period); last run: %s", o.path, describeRun(run))
+}
+
+// describeRun says who ran a job, when, and how it ended.
+func describeRun(r zklock.Run) string {
+	if r.Outcome == "" {
+		return "none recorded"
+	}
+	who := fmt.Sprintf("by %s pid %d", r.Owner.Host, r.Owner.PID)
+	if r.Owner.Name != "" {
+		who += " (" + r.Owner.Name + ")"
+	}
+	when := "started " + r.Start.UTC().Format(time.RFC3339)
+	switch r.Outcome {
+	case "running":
+		return fmt.Sprintf("%s, %s, no end recorded (running, or its runner died)", who, when)
+	case "failed":
+		return fmt.Sprintf("%s, %s, failed at %s: %s", who, when, r.End.UTC().Format(time.RFC3339), r.Error)
+	}
+	return fmt.Sprintf("%s, %s, succeeded at %s", who, when, r.End.UTC().Format(time.RFC3339))
+}
+
+// release gives the lock up once the command has exited; a --once-per run
+// records its end first (the command's exit status says how it went).
+func (o *execOpts) release(lease *zklock.Lease, cmd *exec.Cmd) {
+	if o.jobRun == nil {
+		release(lease, o.session)
+		return
+	}
+	var outcome error
+	if cmd.ProcessState == nil {
+		outcome = errors.New("the command's exit was not seen")
+	} else if !cmd.ProcessState.Success() {
+		outcome = fmt.Errorf("exit status %d", exitStatus(cmd.ProcessState))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.session)
+	defer cancel()
+	_, _ = o.jobRun.Finish(ctx, outcome)
+}
+
+// printLastRun adds a job's last run to a path's status, if it has one.
+func printLastRun(ctx context.Context, c *zklock.Client, out io.Writer, path string) {
+	j, err := c.NewJob(path, time.Millisecond) // reading needs no period
+	if err != nil {
+		return
+	}
+	if run, err := j.LastRun(ctx); err == nil && run.Outcome != "" {
+		fmt.Fprintf(out, "last run (once per %v): %s\n", run.Period, describeRun(run))
+	}
+}
