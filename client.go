@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/wire"
 )
 
 // Client is a ZooKeeper session used for locks. It is safe for concurrent use.
@@ -21,7 +23,7 @@ type Client struct {
 	me      *identity // who the client is in its lock nodes (owner.go)
 	opts    options
 	log     *slog.Logger
-	wire    *wire // nil when the caller brought the connection
+	wire    *wire.Tap // nil when the caller brought the connection
 	handler *eventHandler
 
 	lifecycle                // closing, the leases held, the goroutines in flight
@@ -66,11 +68,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	cctx, cancel := context.WithTimeoutCause(ctx, o.connectTimeout,
 		fmt.Errorf("no session within the connect timeout %v", o.connectTimeout))
 	defer cancel()
-	w := newWire()
-	w.tls = o.tls
-	if chroot != "" {
-		w.chroot = newChroot(chroot)
-	}
+	w := wire.New(wire.Config{TLS: o.tls, Chroot: chroot, InvalidPath: ErrInvalidPath})
 	var client atomic.Pointer[Client]
 	conn, events, err := zkConnect(addrs, w, o, &client)
 	if err != nil {
@@ -90,7 +88,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		err = c.ensureChroot(cctx)
 	}
 	if err != nil {
-		cause := w.diagnose() // before Close shuts the wire
+		cause := w.Diagnose() // before Close shuts the wire
 		c.Close()
 		return nil, connectError(addrs, err, cause)
 	}
@@ -100,10 +98,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 // zkConnect starts go-zookeeper on addrs, dialling through w. The callback
 // sees every event (the channel drops some when full); it may fire before
 // Connect has stored the client.
-func zkConnect(addrs []string, w *wire, o options, client *atomic.Pointer[Client]) (*zk.Conn, <-chan zk.Event, error) {
+func zkConnect(addrs []string, w *wire.Tap, o options, client *atomic.Pointer[Client]) (*zk.Conn, <-chan zk.Event, error) {
 	return zk.Connect(addrs, o.sessionTimeout,
-		zk.WithDialer(w.dial),
-		zk.WithHostProvider(hostRounds{zk.NewDNSHostProvider(), w}),
+		zk.WithDialer(w.Dial),
+		zk.WithHostProvider(w.HostProvider()),
 		zk.WithLogger(slogAdapter{o.logger}),
 		zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) {
@@ -193,7 +191,7 @@ func NewClient(conn *zk.Conn, events <-chan zk.Event, opts ...Option) (*Client, 
 	return c, nil
 }
 
-func newClient(conn *zk.Conn, own bool, w *wire, o options) *Client {
+func newClient(conn *zk.Conn, own bool, w *wire.Tap, o options) *Client {
 	c := &Client{
 		conn:       conn,
 		ownConn:    own,
@@ -277,10 +275,10 @@ func (c *Client) Close() error {
 // the server removes the session's nodes at once.
 func (c *Client) closeConn() {
 	if c.conn.State() != zk.StateHasSession {
-		c.wire.shutdown()
+		c.wire.Shutdown()
 	}
 	c.conn.Close()
-	c.wire.shutdown()
+	c.wire.Shutdown()
 	close(c.connClosed)
 }
 

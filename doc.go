@@ -79,9 +79,10 @@
 // leaseloss.go holds the loss rule and the monitor that applies it. request.go runs each
 // ZooKeeper request so a caller can stop waiting, sorts errors by what they
 // mean, and holds the one retry policy. session.go follows the ZooKeeper
-// session (events and a cross-check of the connection), wire.go times the
-// bytes on the connection (last contact, connection epochs, the create's
-// zxid), lossclock.go applies the loss rule for all leases of a client,
+// session (events and a cross-check of the connection), the package
+// internal/wire dials and times the bytes on the connection (last contact,
+// connection epochs, the create's zxid, a chroot's paths), lossclock.go
+// applies the loss rule for all leases of a client,
 // servers.go checks server lists, client.go holds Connect and
 // Close, options.go the options. mutex.go, reentrant.go, singleton.go,
 // rwmutex.go, semaphore.go and multilock.go (with its composite lease) are

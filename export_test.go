@@ -46,7 +46,7 @@ func HandOffProof(l *Lease) (read, grant uint64, after bool) {
 }
 
 // ConnEpoch counts the connections c has opened (0 without its wire).
-func ConnEpoch(c *Client) uint64 { return c.wire.connEpoch() }
+func ConnEpoch(c *Client) uint64 { return c.wire.ConnEpoch() }
 
 // SetHookRewatch runs fn before a lease's monitor sets its own-node watch
 // again after a data change; nil removes it.

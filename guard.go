@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zklock/zklock/internal/wire"
 )
 
 // Multi runs ops (go-zookeeper's *zk.CreateRequest, *zk.SetDataRequest,
@@ -100,7 +102,7 @@ func opPath(op any) (p string, seq, ok bool) {
 	switch o := op.(type) {
 	case *zk.CreateRequest:
 		if o != nil {
-			return o.Path, sequentialFlags(o.Flags), true
+			return o.Path, wire.SequentialFlags(o.Flags), true
 		}
 	case *zk.SetDataRequest:
 		if o != nil {

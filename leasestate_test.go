@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock/internal/wire"
 )
 
 // newTestLease is a held lease whose node counts as removed already, on a
@@ -13,7 +15,7 @@ import (
 // and whose wire clock has just started: enough for the state machine, which
 // talks to ZooKeeper only through removeNode.
 func newTestLease(t *testing.T) *Lease {
-	c := newClient(&zk.Conn{}, false, newWire(), defaultOptions())
+	c := newClient(&zk.Conn{}, false, wire.New(wire.Config{}), defaultOptions())
 	q := &queueNode{c: c, path: "/a", name: "n", sess: newSession(0), fetched: make(chan struct{})}
 	q.removed.Store(true)
 	l := &Lease{c: c, q: q, presumed: make(chan struct{}), done: make(chan struct{})}

@@ -53,7 +53,7 @@ func (k *lossClock) run() {
 	defer t.Stop()
 	var rearm <-chan struct{} // nil without a wire: no grant to wait for
 	if c.wire != nil {
-		rearm = c.wire.rearm
+		rearm = c.wire.Rearm()
 	}
 	for {
 		select {
@@ -73,7 +73,7 @@ func (k *lossClock) tick() time.Duration {
 	c.session.sync() // a session change that no event announced ends its leases
 	var contact time.Time
 	if c.wire != nil {
-		contact, _ = c.wire.lastContact()
+		contact, _ = c.wire.LastContact()
 	}
 	k.mu.Lock()
 	due := k.due()
@@ -87,7 +87,7 @@ func (k *lossClock) tick() time.Duration {
 	}
 	// Past the deadline: nothing to wait for until contact resumes, and the
 	// wire says when it does (a new lease's deadline may come soon after).
-	c.wire.watchContact(contact)
+	c.wire.WatchContact(contact)
 	return c.grantedTimeout() / 3
 }
 
@@ -118,7 +118,7 @@ func (k *lossClock) answering() bool {
 // untilLossDeadline returns how long until leases must be presumed lost.
 func (k *lossClock) untilLossDeadline() time.Duration {
 	c := k.c
-	contact, _ := c.wire.lastContact()
+	contact, _ := c.wire.LastContact()
 	return time.Until(contact.Add(time.Duration(float64(c.grantedTimeout())*lossFraction) - c.opts.followerLag))
 }
 

@@ -3,10 +3,11 @@ package zklock
 import (
 	"strings"
 	"testing"
-	"unicode/utf16"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock/internal/wire"
 )
 
 func TestPureValidatePath(t *testing.T) {
@@ -77,7 +78,7 @@ func TestPureAncestors(t *testing.T) {
 }
 
 // FuzzValidatePath: anything validatePath accepts is an absolute, normalised
-// path outside /zookeeper that ZooKeeper's own check accepts too.
+// path outside /zookeeper that ZooKeeper's client rule accepts too.
 func FuzzValidatePath(f *testing.F) {
 	for _, p := range []string{"/a", "/a/b", "", "/", "/a/", "//", "/./a", "/a/..", "/zookeeper", "/zookeeper/x",
 		"/zookeeperx", "/a\x00", "/\u0085", "/\ud7ff", "/\uf900", "/日本", "/a\xff"} {
@@ -93,39 +94,7 @@ func FuzzValidatePath(f *testing.F) {
 		for _, s := range segs {
 			require.NotContains(t, []string{"", ".", ".."}, s, "%q", p)
 		}
-		require.True(t, zkAcceptsPath(p), "ZooKeeper would reject %q", p)
+		// What ZooKeeper's own check accepts: FuzzPathProblem (internal/wire).
+		require.Empty(t, wire.PathProblem(p, false), "%q", p)
 	})
-}
-
-// zkAcceptsPath is ZooKeeper's PathUtils.validatePath, which the server runs
-// on every create. It looks at UTF-16 code units, as Java strings are, and
-// the server decodes invalid UTF-8 to U+FFFD.
-func zkAcceptsPath(p string) bool {
-	if p == "" || p[0] != '/' {
-		return false
-	}
-	if p == "/" {
-		return true
-	}
-	if strings.HasSuffix(p, "/") {
-		return false
-	}
-	chars := utf16.Encode([]rune(p))
-	for i := 1; i < len(chars); i++ {
-		c, last := chars[i], chars[i-1]
-		end := i+1 == len(chars) || chars[i+1] == '/'
-		switch {
-		case c == 0:
-			return false
-		case c == '/' && last == '/':
-			return false
-		case c == '.' && last == '.' && chars[i-2] == '/' && end:
-			return false
-		case c == '.' && last == '/' && end:
-			return false
-		case c > 0 && c < 0x1f, c > 0x7f && c < 0x9f, c > 0xd800 && c < 0xf8ff, c > 0xfff0 && c < 0xffff:
-			return false
-		}
-	}
-	return true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock/internal/lockpath"
+	"github.com/zklock/zklock/internal/wire"
 )
 
 // This file holds the queue node's life: the protected create, the listing
@@ -175,9 +176,9 @@ func (q *queueNode) create(ctx context.Context) (createdNode, <-chan result[[]st
 // order, so the listing sees the new node, and both replies come back in one
 // round trip.
 func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte) (<-chan result[createdNode], <-chan result[[]string]) {
-	var sent *expectation
+	var sent *wire.Expectation
 	if c.wire != nil {
-		sent = c.wire.expect(guid)
+		sent = c.wire.Expect(guid)
 	}
 	created := goCall(c, func() (createdNode, error) {
 		before := c.conn.SessionID()
@@ -198,14 +199,14 @@ func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte) (<-chan 
 		if sent != nil {
 			// The wire parsed the reply before go-zookeeper read it: its
 			// zxid, the create's, is the node's creation zxid.
-			n.czxid = sent.replyZxid()
+			n.czxid = sent.ReplyZxid()
 		}
 		return n, err
 	})
 	if c.wire == nil {
 		return created, nil
 	}
-	written := sent.seen
+	written := sent.Seen()
 	// Usually the create is on the socket within microseconds; the cap only
 	// matters while go-zookeeper reconnects. A listing sent before the
 	// create would not see the node and cost a second listing, which is why
@@ -214,7 +215,7 @@ func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte) (<-chan 
 	select {
 	case <-written:
 	case <-t.C:
-		c.wire.forget(guid)
+		c.wire.Forget(guid)
 	}
 	t.Stop()
 	listed := goCall(c, func() ([]string, error) {

@@ -2,20 +2,17 @@ package zklock
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // This file is Connect's early end: a connection refused for a cause that no
 // retry changes while the configuration stays (a server certificate the
 // client does not trust or that is not valid for the name, a client
 // certificate the server refuses) is retried by go-zookeeper like any other.
-// Once every server in the list has failed so, waiting out the connect
-// timeout would only delay the same error, so Connect returns it then.
+// Once every server in the list has failed so (the wire tells: Tap.Hopeless),
+// waiting out the connect timeout would only delay the same error, so
+// Connect returns it then.
 //
 // Refused credentials cannot be told apart at that point: ZooKeeper accepts
 // any digest credentials (a wrong password shows only as NoAuth on a node),
@@ -23,104 +20,6 @@ import (
 
 // errNoRetryHelps ends Connect's wait once every server refused permanently.
 var errNoRetryHelps = errors.New("every server refused the connection for a cause that retrying cannot change")
-
-// refusals follows, per server address, whether its latest connection
-// failed permanently, and the rounds go-zookeeper makes through its list.
-type refusals struct {
-	byAddr   map[string]error    // the latest failure, while it is permanent
-	round    map[string]struct{} // addresses dialled in the current round
-	hopeless chan struct{}       // closed once a whole round failed permanently
-	cause    error               // the permanent failure that closed hopeless
-}
-
-func newRefusals() refusals {
-	return refusals{byAddr: make(map[string]error), round: make(map[string]struct{}), hopeless: make(chan struct{})}
-}
-
-// outcome records how a connection to addr ended (nil: it was made); w.mu
-// is held.
-func (r *refusals) outcome(addr string, err error) {
-	if err != nil && permanentCause(err) {
-		r.byAddr[addr] = err
-		r.cause = err
-		return
-	}
-	delete(r.byAddr, addr)
-}
-
-// next records that go-zookeeper is about to dial addr; retryStart says it
-// went through its whole list since the last round began. w.mu is held.
-func (r *refusals) next(addr string, retryStart bool) {
-	if retryStart {
-		if len(r.round) > 0 && r.allRefused() && !isDone(r.hopeless) {
-			close(r.hopeless)
-		}
-		clear(r.round)
-	}
-	r.round[addr] = struct{}{}
-}
-
-func (r *refusals) allRefused() bool {
-	for addr := range r.round {
-		if _, ok := r.byAddr[addr]; !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// permanentCause reports a connection failure that no retry changes: the
-// server's certificate is not trusted, not valid for the name, or invalid,
-// or the server refused the client's (its TLS alert says so).
-func permanentCause(err error) bool {
-	var (
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-		op       *net.OpError
-	)
-	switch {
-	case errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid):
-		return true
-	case errors.As(err, &op) && op.Op == "remote error" && op.Err != nil:
-		return certificateAlerts[op.Err.Error()]
-	}
-	return false
-}
-
-// certificateAlerts are the TLS alerts (as crypto/tls words them: its alert
-// type is unexported) by which a server refuses the client's certificate
-// or the handshake's terms; a retry gets the same answer.
-var certificateAlerts = map[string]bool{
-	"tls: handshake failure":               true,
-	"tls: bad certificate":                 true,
-	"tls: unsupported certificate":         true,
-	"tls: revoked certificate":             true,
-	"tls: expired certificate":             true,
-	"tls: unknown certificate":             true,
-	"tls: unknown certificate authority":   true,
-	"tls: access denied":                   true,
-	"tls: certificate required":            true,
-	"tls: protocol version not supported":  true,
-	"tls: insufficient security level":     true,
-	"tls: no application protocol":         true,
-	"tls: encrypted client hello required": true,
-}
-
-// hostRounds is go-zookeeper's DNS host provider, telling the wire which
-// address is dialled next and when a round through the list begins.
-type hostRounds struct {
-	*zk.DNSHostProvider
-	w *wire
-}
-
-func (h hostRounds) Next() (string, bool) {
-	addr, retryStart := h.DNSHostProvider.Next()
-	h.w.mu.Lock()
-	h.w.refused.next(addr, retryStart)
-	h.w.mu.Unlock()
-	return addr, retryStart
-}
 
 // firstSession waits for Connect's session, or gives up once every server
 // refused the connection permanently.
@@ -130,7 +29,7 @@ func (c *Client) firstSession(ctx context.Context) error {
 	go func() {
 		defer close(done)
 		select {
-		case <-c.wire.refused.hopeless:
+		case <-c.wire.Hopeless():
 			cancel(errNoRetryHelps)
 		case <-ctx.Done():
 		}

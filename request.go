@@ -139,7 +139,7 @@ func (c *Client) answerBound(ctx context.Context) (context.Context, context.Canc
 // lease can exist). Every figure derived from the session timeout uses it.
 func (c *Client) grantedTimeout() time.Duration {
 	if c.wire != nil {
-		if _, granted := c.wire.lastContact(); granted > 0 {
+		if _, granted := c.wire.LastContact(); granted > 0 {
 			return granted
 		}
 	}
@@ -243,7 +243,7 @@ func (c *Client) outOfContact() bool {
 	if c.wire == nil {
 		return false
 	}
-	contact, granted := c.wire.lastContact()
+	contact, granted := c.wire.LastContact()
 	return granted > 0 && time.Since(contact) > granted/2
 }
 

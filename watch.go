@@ -198,7 +198,7 @@ func (q *queueNode) sendOwnRead() <-chan result[ownRead] {
 	if c.wire == nil || !c.opts.watchOwnNode || q.brief || isDone(q.fetched) || q.ownEpoch != 0 {
 		return nil
 	}
-	q.ownEpoch = c.wire.connEpoch() // before the read leaves
+	q.ownEpoch = c.wire.ConnEpoch() // before the read leaves
 	return goCall(c, q.readOwn)
 }
 
@@ -242,7 +242,7 @@ func (q *queueNode) ownReadError(res ownRead, err error) error {
 func (q *queueNode) holdIfProven(ctx context.Context) error {
 	c := q.c
 	if q.ownWatchProves() {
-		q.proof = handOffProof{read: q.ownEpoch, grant: c.wire.connEpoch()}
+		q.proof = handOffProof{read: q.ownEpoch, grant: c.wire.ConnEpoch()}
 		return nil
 	}
 	return q.confirmHead(ctx)
@@ -264,7 +264,7 @@ func (q *queueNode) holdIfProven(ctx context.Context) error {
 func (q *queueNode) ownWatchProves() bool {
 	c := q.c
 	return q.ownEpoch != 0 && isDone(q.fetched) && q.fetchErr == nil && q.ownEv != nil &&
-		len(q.ownEv) == 0 && c.wire.connEpoch() == q.ownEpoch
+		len(q.ownEv) == 0 && c.wire.ConnEpoch() == q.ownEpoch
 }
 
 // nextEvent waits for a watch of q's to fire, or says why the wait ends
@@ -298,10 +298,10 @@ func (q *queueNode) confirmHead(ctx context.Context) error {
 	c := q.c
 	r := c.retrier(ctx, q.sess)
 	for {
-		epoch := c.wire.connEpoch()
+		epoch := c.wire.ConnEpoch()
 		res, err := call(ctx, c, q.readOwn)
 		if err := q.ownReadError(res, err); !errors.Is(err, errRetry) {
-			q.proof = handOffProof{read: epoch, grant: c.wire.connEpoch(), after: true}
+			q.proof = handOffProof{read: epoch, grant: c.wire.ConnEpoch(), after: true}
 			return err
 		}
 		if err := r.wait(); err != nil {

@@ -1,4 +1,4 @@
-package zklock
+package wire
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 )
+
+// errTestInvalid is the chroot's Config.InvalidPath in these tests.
+var errTestInvalid = errors.New("invalid path")
 
 // packet builds [length][fields...] from int32s, strings, bools and raw bytes.
 func packet(fields ...any) []byte {
@@ -39,7 +42,7 @@ func packet(fields ...any) []byte {
 }
 
 func TestPureChrootRequests(t *testing.T) {
-	r := newChroot("/app")
+	r := newChroot("/app", errTestInvalid)
 	stat := make([]byte, zkStatLen)
 	acl := []any{int32(1), int32(31), "world", "anyone"}
 	cases := []struct {
@@ -151,7 +154,7 @@ func TestPureChrootConn(t *testing.T) {
 		packet(int32(-2), int64(3), int32(0)),                                  // a ping reply
 	}, nil)
 	pc := &pipeConn{r: bytes.NewReader(in)}
-	c := newChrootConn(pc, newChroot("/app"))
+	c := newChrootConn(pc, newChroot("/app", errTestInvalid))
 	connectReq := packet(int32(0), int64(0), int32(4000), int64(0), "0123456789abcdef")
 	if _, err := c.Write(connectReq); err != nil {
 		t.Fatal(err)
@@ -195,7 +198,7 @@ func FuzzChrootReply(f *testing.F) {
 	f.Add(packet(int32(3), int64(9), int32(0), int32(zkOpCreate), false, int32(0), "/app/m", int32(-1), true, int32(-1)), int32(zkOpMulti))
 	f.Add(packet(int32(7), int64(5), int32(0), "/app/a/b"), int32(zkOpCreate))
 	f.Add(packet(int32(-1), int64(-1), int32(0), int32(2), int32(3), "/app/n"), int32(0))
-	r := newChroot("/app")
+	r := newChroot("/app", errTestInvalid)
 	f.Fuzz(func(t *testing.T, b []byte, op int32) {
 		if len(b) < 8 {
 			return
@@ -213,7 +216,7 @@ func FuzzChrootReply(f *testing.F) {
 // absolute one, in every kind of request that carries paths: "-b" under
 // /app would be /app-b, a sibling's tree.
 func TestPureChrootRefusesInvalidPaths(t *testing.T) {
-	r := newChroot("/app")
+	r := newChroot("/app", errTestInvalid)
 	acl := []any{int32(1), int32(31), "world", "anyone"}
 	create := func(p string, flags int32) []byte {
 		return packet(append(append([]any{int32(7), int32(zkOpCreate), p, "d"}, acl...), flags)...)
@@ -230,8 +233,8 @@ func TestPureChrootRefusesInvalidPaths(t *testing.T) {
 			"multi":      multi(p),
 			"setWatches": packet(int32(-8), int32(zkOpSetWatches), int64(1), int32(1), "/d", int32(1), p, int32(0)),
 		} {
-			if _, _, err := r.request(pkt); !errors.Is(err, ErrInvalidPath) || !errors.Is(err, errChrootRequest) {
-				t.Errorf("%s %q: got %v, want ErrInvalidPath", name, p, err)
+			if _, _, err := r.request(pkt); !errors.Is(err, errTestInvalid) || !errors.Is(err, errChrootRequest) {
+				t.Errorf("%s %q: got %v, want errTestInvalid", name, p, err)
 			}
 		}
 	}
@@ -245,7 +248,7 @@ func TestPureChrootRefusesInvalidPaths(t *testing.T) {
 			t.Errorf("sequential create (flags %d): got %x, %v\nwant %x", flags, got, err, want)
 		}
 	}
-	if _, _, err := r.request(create("-b/", 2)); !errors.Is(err, ErrInvalidPath) {
+	if _, _, err := r.request(create("-b/", 2)); !errors.Is(err, errTestInvalid) {
 		t.Errorf("relative sequential create: got %v", err)
 	}
 }
@@ -258,7 +261,7 @@ func FuzzChrootRequestPath(f *testing.F) {
 		f.Add(p, int32(0), uint8(0))
 		f.Add(p, int32(2), uint8(1))
 	}
-	r := newChroot("/app")
+	r := newChroot("/app", errTestInvalid)
 	f.Fuzz(func(t *testing.T, p string, flags int32, kind uint8) {
 		seq := false
 		var pkt []byte
@@ -266,16 +269,16 @@ func FuzzChrootRequestPath(f *testing.F) {
 		case 0:
 			pkt = packet(int32(8), int32(zkOpExists), p, false)
 		case 1:
-			seq = sequentialFlags(flags)
+			seq = SequentialFlags(flags)
 			pkt = packet(int32(7), int32(zkOpCreate), p, "d", int32(0), flags)
 		case 2:
-			seq = sequentialFlags(flags)
+			seq = SequentialFlags(flags)
 			pkt = packet(int32(3), int32(zkOpMulti), int32(zkOpCreate), false, int32(-1), p, "d", int32(0), flags,
 				int32(-1), true, int32(-1))
 		}
 		out, _, err := r.request(pkt)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidPath) || validateOpPath(p, seq) == nil {
+			if !errors.Is(err, errTestInvalid) || PathProblem(p, seq) == "" {
 				t.Fatalf("%q refused: %v", p, err)
 			}
 			return

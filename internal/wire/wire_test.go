@@ -1,4 +1,4 @@
-package zklock
+package wire
 
 import (
 	"bytes"
@@ -58,7 +58,7 @@ func join(frames ...[]byte) []byte {
 // testConn is a wireConn whose requests were sent at the given times (ns
 // since the wire's epoch), oldest first.
 func testConn(sent ...int64) *wireConn {
-	return &wireConn{w: newWire(), sent: append([]int64(nil), sent...)}
+	return &wireConn{w: New(Config{}), sent: append([]int64(nil), sent...)}
 }
 
 // wireState is what parsing decides; two parses of one stream must agree on
@@ -173,13 +173,13 @@ func TestPureWireWakesTheLossClock(t *testing.T) {
 	assert.True(t, woken(c), "the first grant")
 	require.NoError(t, c.parse(reply(1)))
 	assert.False(t, woken(c), "an answer nobody watches for")
-	c.w.watchContact(c.w.epoch.Add(20))
+	c.w.WatchContact(c.w.epoch.Add(20))
 	assert.False(t, woken(c), "no answer since")
 	require.NoError(t, c.parse(reply(2)))
 	assert.True(t, woken(c), "contact resumed")
 	require.NoError(t, c.parse(reply(3)))
 	assert.False(t, woken(c), "one wake-up per watch")
-	c.w.watchContact(c.w.epoch.Add(20))
+	c.w.WatchContact(c.w.epoch.Add(20))
 	assert.True(t, woken(c), "an answer came after what the clock saw: at once")
 
 	c = testConn(10, 20)
@@ -237,14 +237,14 @@ func TestPureWireRefusesNonZooKeeper(t *testing.T) {
 		frameOf(make([]byte, 1000)),
 		reply(1), // a reply before any connect response: too short
 	} {
-		w := newWire()
+		w := New(Config{})
 		c := &wireConn{Conn: &scriptedConn{in: stream, chunk: 64}, w: w}
 		_, err := c.Write([]byte("connect"))
 		require.NoError(t, err)
 		_, err = c.Read(make([]byte, 64))
 		require.ErrorIs(t, err, errNotZooKeeper, "%q", stream)
 		assert.ErrorIs(t, w.lastError(), errNotZooKeeper)
-		_, granted := w.lastContact()
+		_, granted := w.LastContact()
 		assert.Zero(t, granted)
 	}
 	// ZooKeeper before 3.4 leaves out the read-only byte: 36 bytes, not 37.
@@ -258,7 +258,7 @@ func TestPureWireRefusesNonZooKeeper(t *testing.T) {
 // The Read and Write wrappers feed the same bookkeeping as parse.
 func TestPureWireConnReadWrite(t *testing.T) {
 	stream, _ := typicalExchange()
-	w := newWire()
+	w := New(Config{})
 	c := &wireConn{Conn: &scriptedConn{in: stream, chunk: 7}, w: w}
 	for range 6 {
 		_, err := c.Write([]byte("request"))
@@ -273,7 +273,7 @@ func TestPureWireConnReadWrite(t *testing.T) {
 			break
 		}
 	}
-	contact, granted := w.lastContact()
+	contact, granted := w.LastContact()
 	assert.Equal(t, 4*time.Second, granted)
 	assert.Equal(t, w.epoch.Add(time.Duration(sent[4])), contact, "five of six requests answered")
 	assert.Equal(t, sent[5:], c.sent)
@@ -366,7 +366,7 @@ func FuzzWireBufferedRead(f *testing.F) {
 		if chunk <= 0 || len(sizes) == 0 {
 			return
 		}
-		c := &wireConn{Conn: &scriptedConn{in: in, chunk: chunk}, w: newWire()}
+		c := &wireConn{Conn: &scriptedConn{in: in, chunk: chunk}, w: New(Config{})}
 		c.frames = 1 // past the connect response: any payload is a reply
 		var got []byte
 		for i := 0; ; i++ {
@@ -390,7 +390,7 @@ func FuzzWireBufferedRead(f *testing.F) {
 func TestPureWireOneSocketReadPerReply(t *testing.T) {
 	stream, _ := typicalExchange()
 	sc := &scriptedConn{in: stream, chunk: len(stream)}
-	c := &wireConn{Conn: sc, w: newWire()}
+	c := &wireConn{Conn: sc, w: New(Config{})}
 	var hdr [4]byte
 	for len(sc.in) > 0 || c.rpos < c.rend {
 		_, err := io.ReadFull(c, hdr[:])
@@ -404,9 +404,9 @@ func TestPureWireOneSocketReadPerReply(t *testing.T) {
 // expect waits for the packet that carries its marker, not for any packet
 // of the client: a read written meanwhile does not count.
 func TestPureWireExpectWaitsForItsOwnPacket(t *testing.T) {
-	w := newWire()
+	w := New(Config{})
 	c := &wireConn{Conn: &scriptedConn{}, w: w}
-	seen := w.expect("guid-1")
+	seen := w.Expect("guid-1")
 	_, err := c.Write([]byte("getData /a/_c_guid-0-lock-0000000001"))
 	require.NoError(t, err)
 	select {
@@ -421,8 +421,8 @@ func TestPureWireExpectWaitsForItsOwnPacket(t *testing.T) {
 	default:
 		t.Fatal("the create's packet did not fulfil it")
 	}
-	other := w.expect("guid-2")
-	w.forget("guid-2")
+	other := w.Expect("guid-2")
+	w.Forget("guid-2")
 	_, err = c.Write([]byte("create /a/_c_guid-2-lock-"))
 	require.NoError(t, err)
 	select {

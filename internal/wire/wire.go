@@ -1,4 +1,4 @@
-package zklock
+package wire
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// wire watches the bytes between go-zookeeper and the server. go-zookeeper
+// Tap watches the bytes between go-zookeeper and the server. go-zookeeper
 // exposes neither the session timeout the server granted nor when the server
 // last confirmed the session, and both decide when a held lock must be
 // presumed lost. It also tells a caller when a queued request has reached the
@@ -23,7 +23,10 @@ import (
 // requests come back in the order sent (ZooKeeper serves a session FIFO), so a
 // queue of send times matched against reply frames gives, for every reply, the
 // moment its request left: the server cannot have touched the session earlier.
-type wire struct {
+//
+// A Tap is safe for concurrent use. The methods that a client without a Tap
+// may call (ConnEpoch, Shutdown) accept a nil *Tap.
+type Tap struct {
 	epoch  time.Time          // monotonic base for the nanosecond stamps below
 	ctx    context.Context    // cancelled by shutdown: dials end
 	cancel context.CancelFunc // shutdown
@@ -33,35 +36,56 @@ type wire struct {
 	closed   bool
 	lastErr  error          // why the newest connection failed, for Connect's error
 	writes   uint64         // packets written, over all connections
-	expected []*expectation // packets awaited by what they carry
+	expected []*Expectation // packets awaited by what they carry
 	contact  int64          // send time (ns since epoch) of the newest request the server answered
 	granted  time.Duration  // session timeout from the newest connect response
 	dials    uint64         // connections opened so far: the connection epoch
 
-	// rearm wakes the loss clock (lossclock.go) when its nap may be too long:
-	// a connect response changed the granted timeout, or an answer came while
+	// rearm wakes the client's loss clock when its nap may be too long: a
+	// connect response changed the granted timeout, or an answer came while
 	// contactWatched (the clock found the deadline passed: contact resumed).
 	rearm          chan struct{}
 	contactWatched bool
 
-	tls         *tls.Config // WithTLS: every connection is TLS, the handshake done in dial
+	tls         *tls.Config // every connection is TLS, the handshake done in dial
 	chroot      *chroot     // the connect string's chroot, nil for none
 	handshaking string      // the address of a TLS handshake under way, "" for none
 	refused     refusals    // permanent failures per address (refusal.go)
 }
 
-func newWire() *wire {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &wire{epoch: time.Now(), ctx: ctx, cancel: cancel, conns: make(map[*wireConn]struct{}), rearm: make(chan struct{}, 1), refused: newRefusals()}
+// Config is what a Tap is built with: the client's options that reach the
+// bytes.
+type Config struct {
+	// TLS makes every connection TLS, with the handshake inside the dial
+	// (zklock's WithTLS); nil for plaintext.
+	TLS *tls.Config
+	// Chroot is the connect string's chroot ("/app", a valid path without a
+	// trailing slash); "" for none.
+	Chroot string
+	// InvalidPath is wrapped in the error refusing a request under the
+	// chroot whose path ZooKeeper's client would reject (zklock's
+	// ErrInvalidPath), so callers match it as they match their own checks.
+	InvalidPath error
 }
 
-func (w *wire) now() int64 { return int64(time.Since(w.epoch)) }
+// New returns a Tap for one client's connections.
+func New(cfg Config) *Tap {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Tap{epoch: time.Now(), ctx: ctx, cancel: cancel, conns: make(map[*wireConn]struct{}), rearm: make(chan struct{}, 1),
+		tls: cfg.TLS, refused: newRefusals()}
+	if cfg.Chroot != "" {
+		w.chroot = newChroot(cfg.Chroot, cfg.InvalidPath)
+	}
+	return w
+}
+
+func (w *Tap) now() int64 { return int64(time.Since(w.epoch)) }
 
 // errWireClosed refuses dials once the client is closing.
 var errWireClosed = errors.New("client closing")
 
-// dial is a zk.Dialer that wraps every connection go-zookeeper opens.
-func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+// Dial is a zk.Dialer that wraps every connection go-zookeeper opens.
+func (w *Tap) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	raw, err := d.DialContext(w.ctx, network, address)
 	if err != nil {
@@ -96,11 +120,11 @@ func (w *wire) dial(network, address string, timeout time.Duration) (net.Conn, e
 	return c, nil
 }
 
-// connEpoch counts the connections opened so far. Replies and watch events of
+// ConnEpoch counts the connections opened so far. Replies and watch events of
 // one connection come in the order the server made them; across a reconnect
 // they do not (go-zookeeper restores watches in no particular order). 0
-// without a wire.
-func (w *wire) connEpoch() uint64 {
+// without a Tap.
+func (w *Tap) ConnEpoch() uint64 {
 	if w == nil {
 		return 0
 	}
@@ -109,9 +133,9 @@ func (w *wire) connEpoch() uint64 {
 	return w.dials
 }
 
-// shutdown closes every connection and refuses new ones: it ends a
+// Shutdown closes every connection and refuses new ones: it ends a
 // handshake that go-zookeeper would otherwise wait on for many seconds.
-func (w *wire) shutdown() {
+func (w *Tap) Shutdown() {
 	if w == nil {
 		return
 	}
@@ -127,7 +151,7 @@ func (w *wire) shutdown() {
 }
 
 // setErr records why a connection to addr failed.
-func (w *wire) setErr(addr string, err error) {
+func (w *Tap) setErr(addr string, err error) {
 	w.mu.Lock()
 	w.lastErr = err
 	w.refused.outcome(addr, err)
@@ -135,7 +159,7 @@ func (w *wire) setErr(addr string, err error) {
 }
 
 // lastError is why the newest connection failed, if it did.
-func (w *wire) lastError() error {
+func (w *Tap) lastError() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.lastErr
@@ -146,9 +170,9 @@ func (w *wire) lastError() error {
 // silent service), or a server too overloaded to reply.
 var errSilent = errors.New("the server accepted the connection but never answered (is it ZooKeeper, and without TLS?)")
 
-// diagnose says why no session came: an open connection that never got a
+// Diagnose says why no session came: an open connection that never got a
 // reply is silence; otherwise the last connection's error, if any.
-func (w *wire) diagnose() error {
+func (w *Tap) Diagnose() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if isDone(w.refused.hopeless) {
@@ -180,47 +204,51 @@ func (c *wireConn) unanswered(before int64) bool {
 }
 
 // writeCount is how many packets were written.
-func (w *wire) writeCount() uint64 {
+func (w *Tap) writeCount() uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.writes
 }
 
-// expectation is a packet awaited by a caller: the first one written that
+// Expectation is a packet awaited by a caller: the first one written that
 // contains marker closes seen. Its reply's zxid is kept: for a create, that
 // is the new node's creation zxid (the fencing token), with no read.
-type expectation struct {
+type Expectation struct {
 	marker []byte
 	seen   chan struct{}
 	zxid   atomic.Int64 // set when the reply came without an error
 }
 
-// expect lets a caller know that a request it queued has left: seen is
-// closed when a packet containing marker (a create's GUID, which its path
-// carries) is written. Another request of the client written meanwhile does
-// not count. forget withdraws it.
-func (w *wire) expect(marker string) *expectation {
-	e := &expectation{marker: []byte(marker), seen: make(chan struct{})}
+// Expect lets a caller know that a request it queued has left: the
+// Expectation's Seen is closed when a packet containing marker (a create's
+// GUID, which its path carries) is written. Another request of the client
+// written meanwhile does not count. Forget withdraws it.
+func (w *Tap) Expect(marker string) *Expectation {
+	e := &Expectation{marker: []byte(marker), seen: make(chan struct{})}
 	w.mu.Lock()
 	w.expected = append(w.expected, e)
 	w.mu.Unlock()
 	return e
 }
 
-func (w *wire) forget(marker string) {
+// Forget withdraws the expectations of marker that no packet met yet.
+func (w *Tap) Forget(marker string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.expected = slices.DeleteFunc(w.expected, func(e *expectation) bool { return string(e.marker) == marker })
+	w.expected = slices.DeleteFunc(w.expected, func(e *Expectation) bool { return string(e.marker) == marker })
 }
 
-// replyZxid is the zxid of the reply to the expected packet, 0 if none came
+// Seen is closed once the expected packet is written.
+func (e *Expectation) Seen() <-chan struct{} { return e.seen }
+
+// ReplyZxid is the zxid of the reply to the expected packet, 0 if none came
 // (yet), or the reply was an error, or the packet was not seen.
-func (e *expectation) replyZxid() int64 { return e.zxid.Load() }
+func (e *Expectation) ReplyZxid() int64 { return e.zxid.Load() }
 
 // sawWrite closes the expectations p fulfils and returns them; w.mu is held.
-func (w *wire) sawWrite(p []byte) []*expectation {
-	var met []*expectation
-	w.expected = slices.DeleteFunc(w.expected, func(e *expectation) bool {
+func (w *Tap) sawWrite(p []byte) []*Expectation {
+	var met []*Expectation
+	w.expected = slices.DeleteFunc(w.expected, func(e *Expectation) bool {
 		if !bytes.Contains(p, e.marker) {
 			return false
 		}
@@ -231,17 +259,17 @@ func (w *wire) sawWrite(p []byte) []*expectation {
 	return met
 }
 
-// lastContact returns the latest moment the server is known to have heard
+// LastContact returns the latest moment the server is known to have heard
 // from this client, and the session timeout it granted (0 before any).
-func (w *wire) lastContact() (time.Time, time.Duration) {
+func (w *Tap) LastContact() (time.Time, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.epoch.Add(time.Duration(w.contact)), w.granted
 }
 
-// watchContact makes the next answer sent after seen wake the loss clock,
-// or wakes it at once if one came already.
-func (w *wire) watchContact(seen time.Time) {
+// WatchContact makes the next answer sent after seen wake the loss clock
+// (Rearm), or wakes it at once if one came already.
+func (w *Tap) WatchContact(seen time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.epoch.Add(time.Duration(w.contact)).After(seen) {
@@ -251,8 +279,13 @@ func (w *wire) watchContact(seen time.Time) {
 	w.contactWatched = true
 }
 
+// Rearm delivers a wake-up when the client's loss clock should compute its
+// nap again: the granted timeout arrived or changed, or contact resumed
+// after WatchContact. It holds at most one pending wake-up.
+func (w *Tap) Rearm() <-chan struct{} { return w.rearm }
+
 // wakeClock asks the loss clock to compute its nap again; it never blocks.
-func (w *wire) wakeClock() {
+func (w *Tap) wakeClock() {
 	select {
 	case w.rearm <- struct{}{}:
 	default: // a wake-up is pending already

@@ -1,4 +1,4 @@
-package zklock
+package wire
 
 // ZooKeeper's jute encoding, as far as the chroot's rewriting needs it: the
 // opcodes whose requests or replies carry paths, a reader and a writer of

@@ -1,7 +1,7 @@
-package zklock
+package wire
 
 // This file is Connect's TLS (WithTLS): the handshake happens inside the
-// dial, under a deadline, so wire and go-zookeeper above it see plaintext
+// dial, under a deadline, so the Tap and go-zookeeper above it see plaintext
 // frames, and a failure is named in Connect's error.
 
 import (
@@ -23,8 +23,8 @@ import (
 const minHandshakeTimeout = 5 * time.Second
 
 // handshake runs the TLS client handshake on nc, within the dial's
-// timeout (at least minHandshakeTimeout) and until the wire shuts down.
-func (w *wire) handshake(nc net.Conn, address string, timeout time.Duration) (net.Conn, error) {
+// timeout (at least minHandshakeTimeout) and until the Tap shuts down.
+func (w *Tap) handshake(nc net.Conn, address string, timeout time.Duration) (net.Conn, error) {
 	cfg := w.tls.Clone()
 	if cfg.ServerName == "" {
 		if host, _, err := net.SplitHostPort(address); err == nil {
@@ -94,7 +94,7 @@ func isTimeout(err error) bool {
 // server's first reply. Over TLS that is where a refused client certificate
 // shows (TLS 1.3 reports it after the client's side of the handshake); a
 // plain client on a TLS port is closed there too.
-func (w *wire) closedBeforeAnswer(err error) error {
+func (w *Tap) closedBeforeAnswer(err error) error {
 	if w.tls != nil {
 		if isRemoteAlert(err) {
 			return tlsCause("TLS", "", err)

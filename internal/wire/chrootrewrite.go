@@ -1,4 +1,4 @@
-package zklock
+package wire
 
 // The chroot's rewriting of one packet: every path a request carries gets
 // the chroot in front, the paths a reply or a watch event carries lose it.
@@ -100,7 +100,7 @@ func createSeq(in jreader) bool {
 	in.buf() // path
 	in.buf() // data
 	skipACL(&in)
-	return sequentialFlags(in.int32())
+	return SequentialFlags(in.int32())
 }
 
 // multiOp rewrites one operation of a multi; an unknown one is refused.

@@ -1,4 +1,4 @@
-package zklock
+package wire
 
 // One connection under the wire: each packet's send time, the reply frames
 // parsed as they are read (a first frame that is not ZooKeeper's connect
@@ -17,7 +17,7 @@ import (
 type wireConn struct {
 	net.Conn          // what go-zookeeper reads and writes: plaintext frames
 	raw      net.Conn // the socket under TLS and the chroot; nil in tests
-	w        *wire
+	w        *Tap
 	addr     string // the address dialled
 
 	mu      sync.Mutex
@@ -30,7 +30,7 @@ type wireConn struct {
 	handled bool // the current frame's header was processed
 	frames  int  // frames read on this connection
 
-	awaiting map[int32]*expectation // expected packets written here, by xid, until their reply
+	awaiting map[int32]*Expectation // expected packets written here, by xid, until their reply
 
 	// Read buffer, used only by go-zookeeper's receive goroutine.
 	// go-zookeeper reads every reply in two reads (length, then payload);
@@ -52,7 +52,7 @@ func (c *wireConn) Write(p []byte) (int, error) {
 	w := c.w
 	w.mu.Lock()
 	w.writes++
-	var met []*expectation
+	var met []*Expectation
 	if len(w.expected) > 0 {
 		met = w.sawWrite(p)
 	}
@@ -64,11 +64,11 @@ func (c *wireConn) Write(p []byte) (int, error) {
 }
 
 // await keeps e until the reply to the request with xid arrives.
-func (c *wireConn) await(xid int32, e *expectation) {
+func (c *wireConn) await(xid int32, e *Expectation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.awaiting == nil {
-		c.awaiting = make(map[int32]*expectation)
+		c.awaiting = make(map[int32]*Expectation)
 	}
 	c.awaiting[xid] = e
 }
