@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -112,4 +113,12 @@ func isDone(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// ctxCause is ctx's error, with its cause when one was given.
+func ctxCause(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		return fmt.Errorf("%w (%w)", ctx.Err(), cause)
+	}
+	return ctx.Err()
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/wire"
 )
 
 // lossClock applies the loss rule for all of a client's leases at once: one
@@ -16,7 +17,11 @@ import (
 // wire wakes it early when a nap may outlast a deadline: the grant arrived
 // or changed, or contact resumed after the deadline passed.
 type lossClock struct {
-	c *Client
+	wire        *wire.Tap // nil when the caller brought the connection
+	conn        *zk.Conn
+	session     *sessionTracker
+	asked       time.Duration // the session timeout asked for (WithSessionTimeout)
+	followerLag time.Duration // WithFollowerLag
 
 	mu    sync.Mutex
 	alarm chan struct{} // closed once leases must be presumed lost
@@ -26,8 +31,9 @@ type lossClock struct {
 	states *stateFeed
 }
 
-func newLossClock(c *Client) *lossClock {
-	return &lossClock{c: c, alarm: make(chan struct{}), states: newStateFeed()}
+func newLossClock(conn *zk.Conn, w *wire.Tap, session *sessionTracker, states *stateFeed, o options) *lossClock {
+	return &lossClock{wire: w, conn: conn, session: session, asked: o.sessionTimeout, followerLag: o.followerLag,
+		alarm: make(chan struct{}), states: states}
 }
 
 // current returns the alarm a monitor waits on: a closed one only while a
@@ -43,24 +49,22 @@ func (k *lossClock) current() <-chan struct{} {
 }
 
 // due reports that the wire's loss deadline has passed.
-func (k *lossClock) due() bool { return k.c.wire != nil && k.untilLossDeadline() <= 0 }
+func (k *lossClock) due() bool { return k.wire != nil && k.untilLossDeadline() <= 0 }
 
-// run ticks until the client closes; Close waits for it (c.wg).
-func (k *lossClock) run() {
-	c := k.c
-	defer c.wg.Done()
+// run ticks until closing closes.
+func (k *lossClock) run(closing <-chan struct{}) {
 	t := time.NewTimer(k.checkInterval())
 	defer t.Stop()
 	var rearm <-chan struct{} // nil without a wire: no grant to wait for
-	if c.wire != nil {
-		rearm = c.wire.Rearm()
+	if k.wire != nil {
+		rearm = k.wire.Rearm()
 	}
 	for {
 		select {
 		case <-t.C:
 		case <-rearm:
 			t.Stop() // the nap was computed on an older grant or contact
-		case <-c.closing:
+		case <-closing:
 			return
 		}
 		t.Reset(k.tick())
@@ -69,11 +73,10 @@ func (k *lossClock) run() {
 
 // tick applies the loss rule once and returns how long to nap.
 func (k *lossClock) tick() time.Duration {
-	c := k.c
-	c.session.sync() // a session change that no event announced ends its leases
+	k.session.sync() // a session change that no event announced ends its leases
 	var contact time.Time
-	if c.wire != nil {
-		contact, _ = c.wire.LastContact()
+	if k.wire != nil {
+		contact, _ = k.wire.LastContact()
 	}
 	k.mu.Lock()
 	due := k.due()
@@ -87,19 +90,18 @@ func (k *lossClock) tick() time.Duration {
 	}
 	// Past the deadline: nothing to wait for until contact resumes, and the
 	// wire says when it does (a new lease's deadline may come soon after).
-	c.wire.WatchContact(contact)
-	return c.grantedTimeout() / 3
+	k.wire.WatchContact(contact)
+	return k.granted() / 3
 }
 
 // reportContact moves the session state on what the clock saw: lost past
 // the deadline, reconnected when contact came back on the same session
 // (after a stall no event announces that).
 func (k *lossClock) reportContact(due bool) {
-	c := k.c
 	switch {
 	case due:
 		k.states.set(StateLost)
-	case k.states.get() == StateLost && c.session.connSession() != 0:
+	case k.states.get() == StateLost && k.session.connSession() != 0:
 		k.states.set(StateConnected) // from lost: reconnected
 	}
 }
@@ -108,18 +110,16 @@ func (k *lossClock) reportContact(due bool) {
 // session on an open connection and, with the wire clock, has heard from
 // the server recently enough that its leases still hold.
 func (k *lossClock) answering() bool {
-	c := k.c
-	if c.conn.State() != zk.StateHasSession {
+	if k.conn.State() != zk.StateHasSession {
 		return false
 	}
-	return c.wire == nil || k.untilLossDeadline() > 0
+	return k.wire == nil || k.untilLossDeadline() > 0
 }
 
 // untilLossDeadline returns how long until leases must be presumed lost.
 func (k *lossClock) untilLossDeadline() time.Duration {
-	c := k.c
-	contact, _ := c.wire.LastContact()
-	return time.Until(contact.Add(time.Duration(float64(c.grantedTimeout())*lossFraction) - c.opts.followerLag))
+	contact, _ := k.wire.LastContact()
+	return time.Until(contact.Add(time.Duration(float64(k.granted())*lossFraction) - k.followerLag))
 }
 
 // checkInterval is how long the loss clock sleeps between loss checks: until
@@ -127,9 +127,21 @@ func (k *lossClock) untilLossDeadline() time.Duration {
 // a session change that no event announced is noticed too. Before the grant
 // is known no lease can exist; the wire wakes the clock when it arrives.
 func (k *lossClock) checkInterval() time.Duration {
-	d := k.c.grantedTimeout() / 3
-	if k.c.wire != nil {
+	d := k.granted() / 3
+	if k.wire != nil {
 		d = min(d, k.untilLossDeadline())
 	}
 	return max(d, time.Millisecond)
+}
+
+// granted is the session timeout the server granted, or the one asked for
+// when it is not known (NewClient, or before the first session, when no
+// lease can exist). Every figure derived from the session timeout uses it.
+func (k *lossClock) granted() time.Duration {
+	if k.wire != nil {
+		if _, granted := k.wire.LastContact(); granted > 0 {
+			return granted
+		}
+	}
+	return k.asked
 }

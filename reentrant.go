@@ -31,11 +31,11 @@ type ReentrantMutex struct {
 // its own lock: nothing else of the client is touched under it.
 type holdTable struct {
 	mu     sync.Mutex
-	byPath map[string]map[string]*hold
+	byPath map[string]map[string]*ownerHold
 }
 
-// hold is one owner's holding of one path.
-type hold struct {
+// ownerHold is one owner's holding of one path.
+type ownerHold struct {
 	ready     chan struct{} // closed once the first Acquire has finished
 	lease     *Lease        // nil until ready, and after a failed first Acquire
 	count     int
@@ -107,8 +107,8 @@ func (r *ReentrantMutex) acquire(ctx context.Context, try bool) (*Lease, error) 
 type reentry struct {
 	wait     <-chan struct{}
 	queueing bool // wait is the same owner's first Acquire, not a Release
-	nested   *hold
-	fresh    *hold
+	nested   *ownerHold
+	fresh    *ownerHold
 }
 
 // claim looks at the owner's hold on the path, under the client's lock.
@@ -121,13 +121,13 @@ func (r *ReentrantMutex) claim(key string) (reentry, error) {
 	}
 	holds := c.holds.byPath[r.path]
 	if holds == nil {
-		holds = make(map[string]*hold)
+		holds = make(map[string]*ownerHold)
 		c.holds.byPath[r.path] = holds
 	}
 	h := holds[key]
 	switch {
 	case h == nil:
-		h = &hold{ready: make(chan struct{})}
+		h = &ownerHold{ready: make(chan struct{})}
 		holds[key] = h
 		return reentry{fresh: h}, nil
 	case !isDone(h.ready):
@@ -148,7 +148,7 @@ func (r *ReentrantMutex) claim(key string) (reentry, error) {
 // checkNested returns the re-entered lease, or, if it has been lost, undoes
 // the re-entry and returns the loss. Err runs outside the client's lock: it
 // may end the lease, which takes that lock.
-func (r *ReentrantMutex) checkNested(key string, h *hold) (*Lease, error) {
+func (r *ReentrantMutex) checkNested(key string, h *ownerHold) (*Lease, error) {
 	err := h.lease.Err()
 	if err == nil && !h.lease.held() {
 		err = fmt.Errorf("%w: %s is being released", ErrNotHeld, r.path) // Lease.Release was called directly
@@ -163,7 +163,7 @@ func (r *ReentrantMutex) checkNested(key string, h *hold) (*Lease, error) {
 }
 
 // first queues for the lock with the owner's fresh hold h.
-func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explicit string, g int64, try bool) (*Lease, error) {
+func (r *ReentrantMutex) first(ctx context.Context, key string, h *ownerHold, explicit string, g int64, try bool) (*Lease, error) {
 	c := r.c
 	l, err := c.acquire(ctx, ask{path: r.path, owner: c.me.record(explicit, g), try: try, style: lockpath.MutexStyle, rule: lockpath.MutexTurn, policy: policyLock})
 	c.holds.mu.Lock()
@@ -179,7 +179,7 @@ func (r *ReentrantMutex) first(ctx context.Context, key string, h *hold, explici
 }
 
 // forget drops h from the holds; the table's lock is held.
-func (r *ReentrantMutex) forget(key string, h *hold) {
+func (r *ReentrantMutex) forget(key string, h *ownerHold) {
 	holds := r.c.holds.byPath[r.path]
 	if holds[key] == h {
 		delete(holds, key)
@@ -220,7 +220,7 @@ func (r *ReentrantMutex) Release(ctx context.Context) error {
 
 // releaseHold gives up one hold of h, the hold of owner key; it is called
 // with the table's lock held, and releases it.
-func (r *ReentrantMutex) releaseHold(ctx context.Context, key string, h *hold) error {
+func (r *ReentrantMutex) releaseHold(ctx context.Context, key string, h *ownerHold) error {
 	c := r.c
 	if h.releasing != nil {
 		c.holds.mu.Unlock()
@@ -253,7 +253,7 @@ func (r *ReentrantMutex) releaseHold(ctx context.Context, key string, h *hold) e
 type reentrantHold struct {
 	r   *ReentrantMutex
 	key string
-	h   *hold
+	h   *ownerHold
 }
 
 // release gives up one hold through the lease.
@@ -269,7 +269,7 @@ func (rh *reentrantHold) release(ctx context.Context) error {
 
 // heldByOther reports whether an owner other than key holds the lock (not
 // merely queues for it); the table's lock is held.
-func heldByOther(holds map[string]*hold, key string) bool {
+func heldByOther(holds map[string]*ownerHold, key string) bool {
 	for k, h := range holds {
 		if k != key && h.lease != nil {
 			return true

@@ -99,9 +99,6 @@ func (c *Client) cleanupRetrier(sess *session) *retrier {
 	return &retrier{c: c, ctx: context.Background(), sess: sess, closed: c.connClosed}
 }
 
-// errSessionOver ends a retry whose session ended: its nodes are gone.
-var errSessionOver = errors.New("zklock: session over")
-
 // wait sleeps before the next attempt, or returns why there is none.
 func (r *retrier) wait() error {
 	r.c.opts.metrics.Retried()
@@ -134,17 +131,8 @@ func (c *Client) answerBound(ctx context.Context) (context.Context, context.Canc
 	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w: no answer within the session timeout %v", ErrUnreachable, d))
 }
 
-// grantedTimeout is the session timeout the server granted, or the one asked
-// for when it is not known (NewClient, or before the first session, when no
-// lease can exist). Every figure derived from the session timeout uses it.
-func (c *Client) grantedTimeout() time.Duration {
-	if c.wire != nil {
-		if _, granted := c.wire.LastContact(); granted > 0 {
-			return granted
-		}
-	}
-	return c.opts.sessionTimeout
-}
+// grantedTimeout is the session timeout granted, as the loss clock knows it.
+func (c *Client) grantedTimeout() time.Duration { return c.clock.granted() }
 
 // begin is the start of every call of the client's that talks to ZooKeeper:
 // it registers the call with Close (ErrClosed once the client is closing)
@@ -245,14 +233,6 @@ func (c *Client) outOfContact() bool {
 	}
 	contact, granted := c.wire.LastContact()
 	return granted > 0 && time.Since(contact) > granted/2
-}
-
-// ctxCause is ctx's error, with its cause when one was given.
-func ctxCause(ctx context.Context) error {
-	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
-		return fmt.Errorf("%w (%w)", ctx.Err(), cause)
-	}
-	return ctx.Err()
 }
 
 // stopped reports an error that means the caller must stop: its ctx ended or

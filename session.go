@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -33,36 +34,12 @@ func (s *session) end() { s.once.Do(func() { close(s.lost) }) }
 
 func (s *session) ended() bool { return isDone(s.lost) }
 
+// errSessionOver ends a retry whose session ended: its nodes are gone.
+var errSessionOver = errors.New("zklock: session over")
+
 // errConnEnded ends every wait of a client whose connection its owner closed
 // (NewClient): no session will come again.
 var errConnEnded = fmt.Errorf("%w: its ZooKeeper connection was closed", ErrClosed)
-
-// onEvent updates the session from one event. It runs on go-zookeeper's
-// goroutines (callback) or zklock's event goroutine and never blocks.
-func (c *Client) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
-	states := c.clock.states
-	switch ev.State {
-	case zk.StateHasSession:
-		c.session.sync()
-		if !c.clock.due() {
-			states.set(StateConnected) // or reconnected, after a drop
-		}
-	case zk.StateExpired:
-		c.session.sync()
-		states.set(StateExpired)
-	case zk.StateDisconnected:
-		states.set(StateSuspended)
-		if c.wire == nil {
-			// Without the wire clock the earliest possible expiry is unknown:
-			// leases are presumed lost at once (see NewClient).
-			c.presumeLeasesLost()
-			states.set(StateLost)
-		}
-	}
-}
 
 // sessionTracker is the client's record of its ZooKeeper session: which
 // session is current, the channel that announces the next one, and whether
@@ -195,37 +172,6 @@ func (t *sessionTracker) end() {
 	t.mu.Lock()
 	t.cur.end()
 	t.mu.Unlock()
-}
-
-// eventLoop reads go-zookeeper's event channel until it closes, or until
-// Close on a connection the caller owns. It never blocks on anything else:
-// the user's handler runs on its own goroutine.
-func (c *Client) eventLoop(events <-chan zk.Event, track bool) {
-	defer close(c.eventsEnd)
-	defer c.handler.close()
-	for {
-		var ev zk.Event
-		var ok bool
-		select {
-		case ev, ok = <-events:
-		case <-c.closing:
-			if c.ownConn {
-				// Drain until go-zookeeper closes the channel: its loop has ended then.
-				for range events {
-				}
-				c.session.endConn()
-			}
-			return
-		}
-		if !ok {
-			c.session.endConn()
-			return
-		}
-		if track {
-			c.onEvent(ev)
-		}
-		c.handler.push(ev)
-	}
 }
 
 // maxQueuedEvents bounds what a slow handler can make zklock hold.

@@ -14,31 +14,6 @@ import (
 // module github.com/zklock/zklock/metrics/zklockprom adapts it to
 // Prometheus, metrics/zklockotel to OpenTelemetry; zklock itself depends on
 // no metrics library). Set it with
-// WithMetrics.
-//
-// Methods are called synchronously from the goroutine that made the
-// observation, some while a lease's internal lock is held: they must return
-// quickly, must not block, and must not call back into zklock.
-type Metrics interface {
-	// Acquired reports an Acquire or TryAcquire that returned: how long it
-	// took, and its error (nil when it was granted).
-	Acquired(kind string, wait time.Duration, err error)
-	// Queued reports the length of the queue an Acquire joined: the lock
-	// nodes on the path when it listed them, its own included.
-	Queued(kind string, length int)
-	// Ended reports a lease's end: how long it was held, and why it ended:
-	// ErrReleased, ErrClosed, or an error matching ErrLockLost (LossCause
-	// names its cause).
-	Ended(kind string, held time.Duration, why error)
-	// CleanerDeleted reports a lock path the cleaner removed.
-	CleanerDeleted(path string)
-	// Retried reports a request that will be sent again after its
-	// connection dropped.
-	Retried()
-	// MultiLockYielded reports a MultiLock that let go of the paths it held
-	// to break a wait-for cycle with another client (see MultiLock).
-	MultiLockYielded(paths []string)
-}
 
 // The kinds Metrics reports.
 const (
