@@ -110,7 +110,7 @@ Examples:
 		fs.Bool("verbose", false, "log ZooKeeper session events to stderr")
 		fs.Bool("read", false, "take the lock as a reader of a read/write lock")
 		fs.Bool("write", false, "take the lock as the writer of a read/write lock")
-		fs.Int("semaphore", 0, "take one of `N` leases of a semaphore (0: an exclusive lock)")
+		fs.Int("semaphore", 0, "take one of `N` leases of a semaphore, N at least 1 (without it the lock is exclusive)")
 		fs.Bool("kazoo", false, "with --read or --write: name the nodes as kazoo's ReadLock and WriteLock do")
 		fs.String("value", "", "campaign as the leader of an election with this `value` ('zklock leader <path>' shows it): an exclusive lock that publishes it")
 		fs.Duration("once-per", 0, "run the command at most once per `period` of ZooKeeper's clock, whichever host starts it first (a crontab line on every host): others exit 80 at once, naming the run")
