@@ -201,7 +201,7 @@ func addConnFlags(fs *flag.FlagSet) {
 	if def == "" {
 		def = defaultServers
 	}
-	fs.String("servers", def, "ZooKeeper servers, a comma-separated `host:port` list, optionally followed by a chroot (host:port,host:port/app); $"+envServers+" sets the default")
+	fs.String("servers", def, "ZooKeeper servers, a comma-separated `host:port` list (the port defaults to 2181), optionally followed by a chroot (host:port,host:port/app); $"+envServers+" sets the default")
 	fs.Duration("connect-timeout", 15*time.Second, "give up if no ZooKeeper session is established within this `duration`")
 	addSecurityFlags(fs)
 }
@@ -219,14 +219,35 @@ func flagValue[T any](fs *flag.FlagSet, name string) T {
 	return fs.Lookup(name).Value.(flag.Getter).Get().(T)
 }
 
+// list is the connect string as Connect takes it: one entry per address,
+// each with its port (ZooKeeper's 2181 where none is given, as zkCli,
+// Curator and kazoo do), the chroot still after the last.
 func (cf *connFlags) list() []string {
+	hosts, chroot := cf.servers, ""
+	if i := strings.IndexByte(hosts, '/'); i >= 0 {
+		hosts, chroot = hosts[:i], strings.TrimSpace(hosts[i:])
+	}
 	var out []string
-	for _, s := range strings.Split(cf.servers, ",") {
+	for _, s := range strings.Split(hosts, ",") {
 		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+			out = append(out, withPort(s))
 		}
 	}
+	if len(out) > 0 && chroot != "" {
+		out[len(out)-1] += chroot
+	}
 	return out
+}
+
+// withPort adds ZooKeeper's default client port to an address without one
+// ("zk1", "[::1]"); any other address is returned as it is.
+func withPort(a string) string {
+	_, _, err := net.SplitHostPort(a)
+	var ae *net.AddrError
+	if errors.As(err, &ae) && ae.Err == "missing port in address" {
+		return net.JoinHostPort(strings.TrimSuffix(strings.TrimPrefix(a, "["), "]"), strconv.Itoa(defaultPort))
+	}
+	return a
 }
 
 // check validates the flags without any I/O; it returns a usage message or
@@ -250,7 +271,7 @@ func checkAddr(a string) string {
 	if a == "" {
 		return "an empty address"
 	}
-	host, port, err := net.SplitHostPort(a)
+	host, port, err := net.SplitHostPort(withPort(a))
 	if err != nil {
 		return fmt.Sprintf("address %q has no port, or is not host:port", a)
 	}
@@ -284,5 +305,5 @@ func (cf *connFlags) unreachable(err error) string {
 		return msg
 	}
 	return fmt.Sprintf("cannot reach ZooKeeper at %s: %s; check --servers or $%s, and that ZooKeeper runs ('zklock server' starts one for trying)",
-		cf.servers, cause(err), envServers)
+		strings.Join(cf.list(), ","), cause(err), envServers)
 }

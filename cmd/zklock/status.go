@@ -117,6 +117,9 @@ func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "status", "%s", cf.check())
 	}
 	for _, p := range pos {
+		if v.tree && p == "/" {
+			continue // the whole tree: a root, though never a lock path
+		}
 		if msg := badPath(p); msg != "" {
 			return usageError(stderr, "status", "%s", msg)
 		}

@@ -51,7 +51,9 @@ func lockPathsUnder(ctx context.Context, client *zklock.Client, root string, w *
 		}
 		sort.Strings(children)
 		for _, c := range children {
-			queue = append(queue, join(p, c))
+			if c := join(p, c); c != "/zookeeper" { // the server's own: quotas, config
+				queue = append(queue, c)
+			}
 		}
 	}
 	sort.Strings(out)

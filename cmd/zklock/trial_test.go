@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
 )
 
 // The help of --semaphore says what exec does: 0 is refused, not an
@@ -17,4 +22,37 @@ func TestExecHelpSemaphoreZero(t *testing.T) {
 	stdout.Reset()
 	require.Equal(t, exitUsage, run([]string{"exec", "--semaphore", "0", "/a", "--", "true"}, &stdout, &stderr))
 	require.Contains(t, stderr.String(), "zklock: --semaphore must be at least 1 (leave it out for an exclusive lock)")
+}
+
+// An address without a port gets ZooKeeper's 2181, as zkCli, Curator and
+// kazoo give it; the chroot stays after the last address.
+func TestServersDefaultPort(t *testing.T) {
+	cf := &connFlags{servers: "localhost, [::1],zk3:2182/app"}
+	require.Empty(t, checkServers(cf.servers))
+	require.Equal(t, []string{"localhost:2181", "[::1]:2181", "zk3:2182/app"}, cf.list())
+	cf = &connFlags{servers: "zk1/app"}
+	require.Equal(t, []string{"zk1:2181/app"}, cf.list())
+	require.NotEmpty(t, checkServers("::1"), "a bare IPv6 address is ambiguous")
+
+	// On the command line: no usage error, a dial to port 2181.
+	code, _, stderr := runZK(t, 20*time.Second, "status", "--servers", "127.0.0.1", "--connect-timeout", "300ms", "/zklock-cmd-test/nobody")
+	if code != exitOK { // something may serve 2181 on this machine
+		require.Equal(t, exitUnavailable, code, stderr)
+		require.Contains(t, stderr, "zklock: cannot reach ZooKeeper at 127.0.0.1:2181: ")
+	}
+}
+
+// status --tree / lists every lock path of the ensemble.
+func TestStatusTreeOfTheWholeTree(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	m := mustMutexCLI(t, c, path)
+	lease, err := m.Acquire(zklock.ContextWithOwner(context.Background(), "tree-root"))
+	require.NoError(t, err)
+	defer lease.Release(context.Background())
+
+	code, out, stderr := runZK(t, 20*time.Second, "status", "--tree", "/")
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(path)+` +tree-root +\S+ +\d+ +\S+ +0$`, out)
+	require.NotContains(t, out, "/zookeeper")
 }
