@@ -58,6 +58,9 @@ in one table: PATH, HOLDER (its owner, or the node's data), HOST, PID, HELD
 behind the holders). --json prints an array of objects with the fields path,
 holders (the holding contenders, as above) and waiting.
 
+Every --json output of status has one form: a JSON array, one element per
+line (several paths: an object keyed by path, each value such an array).
+
 --watch shows the view again whenever a listed path's queue changes (or,
 with --tree, the tree), until interrupted.
 
@@ -266,13 +269,22 @@ type contenderJSON struct {
 	RevokeRequested bool `json:"revoke_requested"`
 }
 
-// printJSON writes one contender per line, so that line tools work too.
+// printJSON writes a queue as every --json of status does: a JSON array
+// with one element per line, so that line tools work too.
 func printJSON(stdout, stderr io.Writer, cs []zklock.Contender) int {
+	elems := make([]any, len(cs))
+	for i, c := range cs {
+		elems[i] = toJSON(i, c)
+	}
+	return printArray(stdout, stderr, elems)
+}
+
+// printArray writes elems as a JSON array, one element per line.
+func printArray(stdout, stderr io.Writer, elems []any) int {
 	var b strings.Builder
 	b.WriteString("[")
-	for i, c := range cs {
-		j := toJSON(i, c)
-		line, err := json.Marshal(j)
+	for i, e := range elems {
+		line, err := json.Marshal(e)
 		if err != nil {
 			return fail(stderr, exitFailure, "encoding JSON: %v", err)
 		}
@@ -282,7 +294,7 @@ func printJSON(stdout, stderr io.Writer, cs []zklock.Contender) int {
 		b.WriteString("\n")
 		b.Write(line)
 	}
-	if len(cs) > 0 {
+	if len(elems) > 0 {
 		b.WriteString("\n")
 	}
 	b.WriteString("]\n")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -105,23 +104,19 @@ func printTree(out io.Writer, root string, paths []string, queues [][]zklock.Con
 }
 
 func printTreeJSON(out, stderr io.Writer, paths []string, queues [][]zklock.Contender) int {
-	rows := make([]treeRow, len(paths))
+	rows := make([]any, len(paths))
 	for i, p := range paths {
-		rows[i] = treeRow{Path: p, Holders: []contenderJSON{}}
+		row := treeRow{Path: p, Holders: []contenderJSON{}}
 		for pos, c := range queues[i] {
 			if c.Holder {
-				rows[i].Holders = append(rows[i].Holders, toJSON(pos, c))
+				row.Holders = append(row.Holders, toJSON(pos, c))
 			} else {
-				rows[i].Waiting++
+				row.Waiting++
 			}
 		}
+		rows[i] = row
 	}
-	b, err := json.MarshalIndent(rows, "", "  ")
-	if err != nil {
-		return fail(stderr, exitFailure, "encoding JSON: %v", err)
-	}
-	fmt.Fprintf(out, "%s\n", b)
-	return exitOK
+	return printArray(out, stderr, rows)
 }
 
 // changeWatch sets a child watch on every path it is given and closes its

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,4 +57,26 @@ func TestStatusTreeOfTheWholeTree(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(path)+` +tree-root +\S+ +\d+ +\S+ +0$`, out)
 	require.NotContains(t, out, "/zookeeper")
+}
+
+// Every --json of status has one form: an array, one element per line.
+func TestStatusJSONOneForm(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	lease, err := mustMutexCLI(t, c, path).Acquire(context.Background())
+	require.NoError(t, err)
+	defer lease.Release(context.Background())
+	root := strings.TrimSuffix(path, "/lock")
+	for _, args := range [][]string{{"status", "--json", path}, {"status", "--tree", "--json", root}} {
+		code, out, stderr := runZK(t, 20*time.Second, args...)
+		require.Equal(t, exitOK, code, stderr)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		require.Len(t, lines, 3, "%v:\n%s", args, out)
+		require.Equal(t, "[", lines[0])
+		require.Equal(t, "]", lines[2])
+		var elem map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[1]), &elem), "%v: one element on one line", args)
+		var all []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &all))
+	}
 }
