@@ -70,7 +70,7 @@ func runBreak(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, zk.ErrNoNode):
 		return fail(stderr, exitFailure, "the holder of %s (%s) let go before it could be broken; nothing was deleted, see who holds it now with 'zklock status %s'", path, who, path)
 	case errors.Is(err, zk.ErrNoAuth):
-		return fail(stderr, exitFailure, "ZooKeeper refused to delete %s: not authorised by the ACL of %s; give the holder's credentials with $%s or --auth-file", h.Node, path, envAuth)
+		return fail(stderr, exitFailure, "ZooKeeper refused to delete %s: not authorised by the ACL of %s; %s", h.Node, path, authAdvice(client, path))
 	case err != nil:
 		return fail(stderr, exitFailure, "cannot delete %s: %v; check the ACL of the lock nodes", h.Node, err)
 	}

@@ -23,7 +23,7 @@ func cause(err error) string {
 	if errors.As(err, &op) {
 		err = op.Err // our messages name the call and the path already
 	}
-	return strings.TrimPrefix(err.Error(), libPrefix)
+	return cliWords(strings.TrimPrefix(err.Error(), libPrefix))
 }
 
 // lossCause renders why a lease ended. For a loss, which the library words

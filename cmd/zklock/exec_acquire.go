@@ -170,7 +170,7 @@ func (o *execOpts) acquireFailed(r acquired, timedOut bool, stderr io.Writer) in
 	case errors.Is(r.err, zklock.ErrUnreachable):
 		return fail(stderr, exitUnavailable, "lost contact with ZooKeeper at %s while waiting for %s: %s", o.conn.servers, o.path, cause(r.err))
 	case errors.Is(r.err, zk.ErrNoAuth):
-		return fail(stderr, exitSoftware, "ZooKeeper refused to let this client queue on %s: not authorised by the path's ACL (%s); give credentials with $%s or --auth-file, or the client certificate of the path's owner", o.path, cause(r.err), envAuth)
+		return fail(stderr, exitSoftware, "ZooKeeper refused to let this client queue on %s: not authorised by the path's ACL (%s); %s", o.path, cause(r.err), authAdvice(r.client, o.paths[0]))
 	case errors.Is(r.err, zk.ErrInvalidACL):
 		return fail(stderr, exitSoftware, "ZooKeeper refused the protected ACL for %s: the session has no identity it knows (a client certificate counts only where the server asks for one, ssl.clientAuth want or need); give credentials with $%s or --auth-file, or use --acl open", o.path, envAuth)
 	case errors.Is(r.err, zklock.ErrIncompatible):

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -63,7 +64,8 @@ Usage:
 Commands:
 
 %s
-Run "zklock help <command>" or "zklock <command> -h" for more about a command.
+Run "zklock help <command>" or "zklock <command> -h" for more about a command,
+"zklock --version" for the version.
 
 ZooKeeper servers are taken from --servers, else $ZKLOCK_SERVERS, else
 127.0.0.1:2181. "zklock server" starts a throwaway one for trying zklock.
@@ -85,6 +87,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch name {
 	case reapCmd:
 		return runReaper(args[1:], stderr)
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, version())
+		return exitOK
 	case "-h", "-help", "--help":
 		fmt.Fprint(stdout, topUsage())
 		return exitOK
@@ -306,4 +311,30 @@ func (cf *connFlags) unreachable(err error) string {
 	}
 	return fmt.Sprintf("cannot reach ZooKeeper at %s: %s; check --servers or $%s, and that ZooKeeper runs ('zklock server' starts one for trying)",
 		strings.Join(cf.list(), ","), cause(err), envServers)
+}
+
+// version is what --version prints: the module's version ("(devel)" for a
+// build from a checkout), the commit it was built from, and Go's version.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "zklock (unknown version)"
+	}
+	v := "zklock " + bi.Main.Version
+	rev, modified := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev != "" {
+		v += " commit " + rev[:min(12, len(rev))]
+		if modified {
+			v += " (modified)"
+		}
+	}
+	return v + " " + bi.GoVersion
 }

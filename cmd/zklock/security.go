@@ -109,6 +109,9 @@ func (s *securityFlags) loadCredentials() string {
 	cred := ""
 	switch {
 	case s.authFile != "":
+		if msg := privateFile("--auth-file", s.authFile); msg != "" {
+			return msg
+		}
 		b, err := os.ReadFile(s.authFile)
 		if err != nil {
 			return fmt.Sprintf("--auth-file: %v", err)
@@ -199,4 +202,54 @@ func (cf *connFlags) connectExit(err error) int {
 		return exitFailure
 	}
 	return exitUnavailable
+}
+
+// privateFile refuses a secret that others can read or write, as ssh
+// refuses such a private key: the password in it is no secret any more.
+func privateFile(flag, name string) string {
+	st, err := os.Stat(name)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", flag, err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Sprintf("%s %s: permissions %#o let others read or change the credentials; run chmod 600 %s", flag, name, perm, name)
+	}
+	return ""
+}
+
+// authAdvice says, from the ACL of path, which identity ZooKeeper would let
+// change it and how to give that identity: a client certificate or digest
+// credentials. Without the ACL it names both.
+func authAdvice(c *zklock.Client, path string) string {
+	acl, _, err := c.Conn().GetACL(path)
+	var certs, users []string
+	for _, a := range acl {
+		if a.Perms&(zk.PermCreate|zk.PermDelete) == 0 {
+			continue
+		}
+		switch a.Scheme {
+		case "x509":
+			certs = append(certs, a.ID)
+		case "digest":
+			user, _, _ := strings.Cut(a.ID, ":")
+			users = append(users, user)
+		}
+	}
+	switch {
+	case err == nil && len(certs) > 0 && len(users) == 0:
+		return fmt.Sprintf("its ACL admits the client certificate %s: give it with --tls-cert and --tls-key", strings.Join(certs, ", "))
+	case err == nil && len(users) > 0 && len(certs) == 0:
+		return fmt.Sprintf("its ACL admits the user %s: give that user's credentials with $%s or --auth-file", strings.Join(users, ", "), envAuth)
+	}
+	return fmt.Sprintf("give the credentials ($%s or --auth-file) or the client certificate (--tls-cert, --tls-key) of the path's owner", envAuth)
+}
+
+// cliWords renders a library message in the command's terms: the CLI's
+// flags instead of the library's options.
+func cliWords(msg string) string {
+	return strings.NewReplacer(
+		"see WithTLS", "give --tls-ca",
+		"drop WithTLS", "drop --tls-ca and --tls-cert",
+		"WithTLS", "--tls-ca",
+	).Replace(msg)
 }

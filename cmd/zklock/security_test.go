@@ -48,6 +48,17 @@ func TestCLIOverTLSWithCredentials(t *testing.T) {
 	code, _, errOut = runZK(t, 20*time.Second, append(append([]string{"break", "--yes"}, tlsFlags...), path)...)
 	require.Equal(t, exitFailure, code, errOut)
 	require.Contains(t, errOut, "refused")
+	require.Contains(t, errOut, "its ACL admits the user alice: give that user's credentials with $ZKLOCK_AUTH or --auth-file")
+
+	// The CLI's errors name its flags, not the library's options.
+	code, _, errOut = runZK(t, 20*time.Second, "status", "--servers", servers, "--connect-timeout", "2s", path)
+	require.Equal(t, exitUnavailable, code, errOut)
+	require.Contains(t, errOut, "give --tls-ca")
+	require.NotContains(t, errOut, "WithTLS")
+	code, _, errOut = runZK(t, 20*time.Second, "status", "--servers", strings.Join(cluster.Addrs(), ","), "--tls-ca", files.CA, "--connect-timeout", "2s", path)
+	require.Equal(t, exitUnavailable, code, errOut)
+	require.Contains(t, errOut, "a plain client port?")
+	require.NotContains(t, errOut, "WithTLS")
 
 	cs := contendersOf(t, c, path)
 	require.Len(t, cs, 1)
@@ -74,6 +85,14 @@ func TestCLICredentialsFromAFile(t *testing.T) {
 	code, _, errOut := runZK(t, 10*time.Second, "status", "--auth-file", bad, "/a")
 	require.Equal(t, exitUsage, code, errOut)
 	require.Contains(t, errOut, "credentials must be one line, user:password")
+	// A readable file is refused, as ssh refuses a readable key.
+	open := filepath.Join(dir, "open")
+	require.NoError(t, os.WriteFile(open, []byte("alice:secret\n"), 0o600))
+	require.NoError(t, os.Chmod(open, 0o644))
+	code, out, errOut := runZK(t, 10*time.Second, "status", "--auth-file", open, "/a")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Empty(t, out)
+	require.Equal(t, "zklock: --auth-file "+open+": permissions 0644 let others read or change the credentials; run chmod 600 "+open+"; run 'zklock help status' for usage\n", errOut)
 	code, _, errOut = runZK(t, 10*time.Second, "status", "--acl", "protected", "/a")
 	require.Equal(t, exitUsage, code, errOut)
 	require.Contains(t, errOut, "--acl protected needs an identity")
@@ -137,9 +156,12 @@ func TestCLIClientCertificateIsAnIdentity(t *testing.T) {
 	require.NotEqual(t, exitOK, code)
 	require.Contains(t, errOut, "refused")
 	require.Contains(t, errOut, path)
+	require.Contains(t, errOut, "its ACL admits the client certificate CN="+files.ClientName+": give it with --tls-cert and --tls-key")
 	code, _, errOut = runZK(t, 20*time.Second, append(append([]string{"break", "--yes"}, stranger...), path)...)
 	require.Equal(t, exitFailure, code, errOut)
 	require.Contains(t, errOut, "refused")
+	require.Contains(t, errOut, "its ACL admits the client certificate CN="+files.ClientName+": give it with --tls-cert and --tls-key")
+	require.NotContains(t, errOut, "auth-file", "no password protects this lock")
 	require.ErrorIs(t, c.Conn().Delete(cs[0].Node, -1), zk.ErrNoAuth)
 	select {
 	case <-holder.done:

@@ -80,3 +80,12 @@ func TestStatusJSONOneForm(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(out), &all))
 	}
 }
+
+// --version names the build.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"--version", "version"} {
+		code, out, stderr := runZK(t, 10*time.Second, arg)
+		require.Equal(t, exitOK, code, stderr)
+		require.Regexp(t, `^zklock \S+( commit [0-9a-f]{12}( \(modified\))?)? go1\.\d+\S*\n$`, out)
+	}
+}
