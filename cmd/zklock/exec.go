@@ -48,7 +48,9 @@ environment:
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to zklock are passed on to the
 command's process group, and the lock is released once the command has exited.
 While zklock is still waiting, these signals make it leave the queue and exit.
-Being in its own process group, the command cannot read from a terminal.
+When zklock runs in the foreground of a terminal, the command's process group
+gets the terminal while it runs (as under flock(1), it can read it, and
+Ctrl-C reaches it), and zklock takes the terminal back after it.
 
 --value V campaigns in an election on the path (the same lock, shared with
 Curator's LeaderSelector) and publishes V, an address say, with its owner

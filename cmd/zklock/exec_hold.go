@@ -24,7 +24,7 @@ func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stde
 	if token == 0 {
 		return code
 	}
-	cmd := o.command(lease, token, stdout, stderr)
+	cmd, foreground := o.command(lease, token, stdout, stderr)
 	if err := cmd.Start(); err != nil {
 		release(lease, o.session)
 		return fail(stderr, exitCannotRun, "cannot run %q: %v", o.argv[0], err)
@@ -32,6 +32,9 @@ func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stde
 	reap := startReaper(cmd.Process.Pid, o.grace)
 	r := o.supervise(cmd, lease, sigs, stderr)
 	reap.stop() // the command has exited: what it left is finish's to decide
+	if foreground {
+		takeTerminal()
+	}
 	return o.finish(cmd, lease, r, stderr)
 }
 
@@ -49,17 +52,16 @@ func (o *execOpts) confirm(lease *zklock.Lease, stderr io.Writer) (int64, int) {
 }
 
 // command prepares the command, in its own process group, with the lock in
-// its environment.
-func (o *execOpts) command(lease *zklock.Lease, token int64, stdout, stderr io.Writer) *exec.Cmd {
-	cmd := exec.Command(o.argv[0], o.argv[1:]...)
+// its environment; foreground: its group gets the terminal (setProcAttr).
+func (o *execOpts) command(lease *zklock.Lease, token int64, stdout, stderr io.Writer) (cmd *exec.Cmd, foreground bool) {
+	cmd = exec.Command(o.argv[0], o.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 	cmd.Env = append(os.Environ(), // later entries win
 		"ZKLOCK_PATH="+o.path,
 		"ZKLOCK_NODE="+lease.Node(),
 		"ZKLOCK_TOKEN="+strconv.FormatInt(token, 10),
 		"ZKLOCK_TOKENS="+o.partTokens(lease))
-	setProcAttr(cmd)
-	return cmd
+	return cmd, setProcAttr(cmd)
 }
 
 // supervised is how a command's run under the lease ended.

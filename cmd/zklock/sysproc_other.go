@@ -7,7 +7,11 @@ import (
 	"syscall"
 )
 
-// setProcAttr puts the command in its own process group.
-func setProcAttr(cmd *exec.Cmd) {
+// setProcAttr puts the command in its own process group. Handing it the
+// terminal is implemented on Linux only.
+func setProcAttr(cmd *exec.Cmd) (foreground bool) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return false
 }
+
+func takeTerminal() {}
