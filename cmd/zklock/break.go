@@ -34,6 +34,10 @@ does (it writes __REVOKE__ into the holder's node). A holder that listens
 made revocable) stops and releases; any other holder goes on, and 'zklock
 status' shows the request pending.
 
+When several hold together (the readers of a read/write lock, a semaphore's
+leases), --yes deletes every holder's node and --ask asks each: breaking one
+of them would free nothing.
+
 Exit status: 0 when the holder's node was deleted (or asked) or nobody held the lock,
 1 if the holder changed meanwhile or ZooKeeper refused the delete, 2 for a
 usage error (including a missing --yes), 69 if ZooKeeper could not be reached.
@@ -57,14 +61,46 @@ func runBreak(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "nobody holds %s; nothing to break\n", path)
 		return exitOK
 	}
-	h := cs[0]
-	who := describe(h)
+	holders := holdersOf(cs)
 	if flagValue[bool](fs, "ask") {
-		return askHolder(client, path, h, who, stdout, stderr)
+		code = exitOK
+		for _, h := range holders {
+			code = max(code, askHolder(client, path, h, describe(h), stdout, stderr))
+		}
+		return code
 	}
 	if !flagValue[bool](fs, "yes") {
-		return fail(stderr, exitUsage, "break deletes the node of the holder of %s (%s), which may still be running; add --yes to confirm", path, who)
+		return fail(stderr, exitUsage, "break deletes the node of %s, which may still be running; add --yes to confirm", holdersText(path, holders))
 	}
+	code = exitOK
+	for _, h := range holders {
+		code = max(code, deleteHolder(client, path, h, len(holders), stdout, stderr))
+	}
+	return code
+}
+
+// holdersOf returns the contenders that hold: the first, or every reader of
+// a read/write lock holding together, or a semaphore's first N.
+func holdersOf(cs []zklock.Contender) []zklock.Contender {
+	var out []zklock.Contender
+	for _, c := range cs {
+		if c.Holder {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func holdersText(path string, holders []zklock.Contender) string {
+	if len(holders) == 1 {
+		return fmt.Sprintf("the holder of %s (%s)", path, describe(holders[0]))
+	}
+	return fmt.Sprintf("all %d holders of %s (they share it)", len(holders), path)
+}
+
+// deleteHolder deletes one holder's node (break --yes); of is how many hold.
+func deleteHolder(client *zklock.Client, path string, h zklock.Contender, of int, stdout, stderr io.Writer) int {
+	who := describe(h)
 	err := client.Conn().Delete(h.Node, -1)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -74,11 +110,19 @@ func runBreak(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		return fail(stderr, exitFailure, "cannot delete %s: %v; check the ACL of the lock nodes", h.Node, err)
 	}
-	fmt.Fprintf(stdout, "broke the lock on %s: deleted the holder's node %s (%s)\n", path, lockpath.Short(h.Node), who)
+	if of == 1 {
+		fmt.Fprintf(stdout, "broke the lock on %s: deleted the holder's node %s (%s)\n", path, lockpath.Short(h.Node), who)
+	} else {
+		fmt.Fprintf(stdout, "broke the lock on %s: deleted the node %s of one of its %d holders (%s)\n", path, lockpath.Short(h.Node), of, who)
+	}
 	return exitOK
 }
 
 func describe(c zklock.Contender) string {
+	if c.RevokeRequested && !isRecord(c) {
+		// Curator's Revoker replaced the record: whose node it is, is gone.
+		return fmt.Sprintf("node %s, asked to release (data %q, which replaced its owner record)", lockpath.Short(c.Node), string(c.Data))
+	}
 	if !isRecord(c) {
 		return fmt.Sprintf("node %s, not zklock's, data %q", lockpath.Short(c.Node), truncate(string(c.Data), 40))
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -38,8 +39,8 @@ when nobody leads), node, value, host, pid, owner, token and data (the raw
 node data, for other libraries' nodes).
 
 Exit status: 0 when someone leads (always, with --watch, once interrupted),
-1 when nobody leads, 2 for a usage error, 69 if ZooKeeper could not be
-reached.
+1 when nobody leads, 2 for a usage error or a path that is a read/write lock
+(its readers lead nothing), 69 if ZooKeeper could not be reached.
 `,
 	flags: func(fs *flag.FlagSet) {
 		addConnFlags(fs)
@@ -77,11 +78,17 @@ func runLeader(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	asJSON := flagValue[bool](fs, "json")
 	if flagValue[bool](fs, "watch") {
 		for ld := range e.Observe(ctx) {
+			if sharedHolder(ld.Node) {
+				ld = zklock.Leader{} // a read/write lock's holder leads nothing
+			}
 			printLeader(stdout, path, ld, asJSON)
 		}
 		return exitOK
 	}
 	ld, err := e.Leader(ctx)
+	if err == nil && sharedHolder(ld.Node) {
+		return fail(stderr, exitUsage, "%s is a read/write lock, not an election: node %s holds as one of its readers or writer, and no one leads; 'zklock status %s' shows its holders", path, lockpath.Short(ld.Node), path)
+	}
 	switch {
 	case errors.Is(err, zklock.ErrNoLeader):
 		printLeader(stdout, path, zklock.Leader{}, asJSON)
@@ -127,4 +134,12 @@ func printLeader(w io.Writer, path string, ld zklock.Leader, asJSON bool) {
 		who = fmt.Sprintf("host %s pid %d owner %s since %s", ld.Owner.Host, ld.Owner.PID, ownerName(ld.Owner), ld.Owner.Since.Format(time.RFC3339))
 	}
 	fmt.Fprintf(w, "leader of %s: value %q %s token %d node %s\n", path, ld.Value, who, ld.Token, lockpath.Short(ld.Node))
+}
+
+// sharedHolder reports whether node is a read/write lock's (a reader, or
+// Curator's writer): such a path is not an election, and its first node
+// does not lead anything.
+func sharedHolder(node string) bool {
+	n, ok := lockpath.Parse(path.Base(node))
+	return ok && (n.Shared || n.Marker == "__WRIT__")
 }

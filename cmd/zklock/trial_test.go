@@ -12,7 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/lockpath"
 )
+
+var lockpathShort = lockpath.Short
 
 // The help of --semaphore says what exec does: 0 is refused, not an
 // exclusive lock.
@@ -88,4 +91,34 @@ func TestVersion(t *testing.T) {
 		require.Equal(t, exitOK, code, stderr)
 		require.Regexp(t, `^zklock \S+( commit [0-9a-f]{12}( \(modified\))?)? go1\.\d+\S*\n$`, out)
 	}
+}
+
+// On a read/write path held by two readers, break --yes deletes both (one
+// alone frees nothing) and says so; leader refuses the path, whose readers
+// lead nothing.
+func TestBreakAndLeaderOnReaders(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	rw, err := c.NewRWMutex(path)
+	require.NoError(t, err)
+	for range 2 {
+		_, err := rw.AcquireRead(context.Background())
+		require.NoError(t, err)
+	}
+	cs := waitQueue(t, c, path, 2)
+
+	code, out, stderr := runZK(t, 20*time.Second, "leader", path)
+	require.Equal(t, exitUsage, code, out)
+	require.Empty(t, out)
+	require.Equal(t, "zklock: "+path+" is a read/write lock, not an election: node "+lockpathShort(cs[0].Node)+
+		" holds as one of its readers or writer, and no one leads; 'zklock status "+path+"' shows its holders\n", stderr)
+
+	code, out, stderr = runZK(t, 20*time.Second, "break", "--yes", path)
+	require.Equal(t, exitOK, code, stderr)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 2, out)
+	for i, l := range lines {
+		require.True(t, strings.HasPrefix(l, "broke the lock on "+path+": deleted the node "+lockpathShort(cs[i].Node)+" of one of its 2 holders (host "), l)
+	}
+	require.Empty(t, contendersOf(t, c, path))
 }
