@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,6 +49,9 @@ func runServer(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	port := flagValue[int](fs, "port")
 	if port < 0 || port > 65535 {
 		return usageError(stderr, "server", "--port %d is not a port number", port)
+	}
+	if msg := missingInstall(); msg != "" {
+		return fail(stderr, exitFailure, "cannot start ZooKeeper: %s", msg)
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -135,4 +139,21 @@ func portFree(port int) error {
 		return err
 	}
 	return ln.Close()
+}
+
+// missingInstall says what the server command lacks, in its own terms (not
+// the test harness's, which also takes $ZKLOCK_TEST_SERVERS or Docker), or
+// "".
+func missingInstall() string {
+	err := zkserver.CheckInstall()
+	const how = "'zklock server' needs Java and a local ZooKeeper: the Debian/Ubuntu zookeeper package, or $ZOOKEEPER_HOME set to an unpacked Apache ZooKeeper release (scripts/install-zookeeper.sh in zklock's repository installs both)"
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, zkserver.ErrNoJava):
+		return "no java found (JAVA_HOME unset or invalid, none on PATH); " + how
+	case errors.Is(err, zkserver.ErrNoZooKeeper):
+		return "no ZooKeeper found (ZOOKEEPER_HOME unset, no Debian package); " + how
+	}
+	return err.Error() + "; " + how
 }

@@ -122,3 +122,14 @@ func TestBreakAndLeaderOnReaders(t *testing.T) {
 	}
 	require.Empty(t, contendersOf(t, c, path))
 }
+
+// Without Java or ZooKeeper, 'zklock server' says how to install them, not
+// the test harness's ways ($ZKLOCK_TEST_SERVERS, Docker).
+func TestServerWithoutAnInstall(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("JAVA_HOME", "")
+	code, out, stderr := runZK(t, 20*time.Second, "server")
+	require.Equal(t, exitFailure, code, stderr)
+	require.Empty(t, out)
+	require.Equal(t, "zklock: cannot start ZooKeeper: no java found (JAVA_HOME unset or invalid, none on PATH); 'zklock server' needs Java and a local ZooKeeper: the Debian/Ubuntu zookeeper package, or $ZOOKEEPER_HOME set to an unpacked Apache ZooKeeper release (scripts/install-zookeeper.sh in zklock's repository installs both)\n", stderr)
+}

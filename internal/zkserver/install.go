@@ -1,6 +1,7 @@
 package zkserver
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -60,7 +61,21 @@ func findInstall() (*install, error) {
 		}
 		return &install{java: java, classpath: cp, from: debianJar}, nil
 	}
-	return nil, fmt.Errorf("no ZooKeeper found (%s unset, ZOOKEEPER_HOME unset, no %s)", EnvServers, debianJar)
+	return nil, fmt.Errorf("%w (%s unset, ZOOKEEPER_HOME unset, no %s)", ErrNoZooKeeper, EnvServers, debianJar)
+}
+
+// ErrNoZooKeeper: neither ZOOKEEPER_HOME nor the Debian package gives a
+// ZooKeeper; ErrNoJava: there is no java to run it.
+var (
+	ErrNoZooKeeper = errors.New("no ZooKeeper found")
+	ErrNoJava      = errors.New("no java found (JAVA_HOME unset or invalid, none on PATH); ZooKeeper needs a JRE")
+)
+
+// CheckInstall says why there is no local ZooKeeper install to start, or
+// returns nil; it does not look for Docker (Start does, for tests).
+func CheckInstall() error {
+	_, err := findInstall()
+	return err
 }
 
 func findJava() (string, error) {
@@ -71,7 +86,7 @@ func findJava() (string, error) {
 	}
 	p, err := exec.LookPath("java")
 	if err != nil {
-		return "", fmt.Errorf("no java found (JAVA_HOME unset or invalid, none on PATH); ZooKeeper needs a JRE")
+		return "", ErrNoJava
 	}
 	return p, nil
 }
