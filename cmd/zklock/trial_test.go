@@ -133,3 +133,22 @@ func TestServerWithoutAnInstall(t *testing.T) {
 	require.Empty(t, out)
 	require.Equal(t, "zklock: cannot start ZooKeeper: no java found (JAVA_HOME unset or invalid, none on PATH); 'zklock server' needs Java and a local ZooKeeper: the Debian/Ubuntu zookeeper package, or $ZOOKEEPER_HOME set to an unpacked Apache ZooKeeper release (scripts/install-zookeeper.sh in zklock's repository installs both)\n", stderr)
 }
+
+// After break --ask replaced a holder's record with Curator's request,
+// break --yes says so instead of calling zklock's own node "not zklock's".
+func TestBreakAfterAsk(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	lease, err := mustMutexCLI(t, c, path).Acquire(context.Background())
+	require.NoError(t, err)
+	code, out, stderr := runZK(t, 20*time.Second, "break", "--ask", path)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "asked the holder of "+path+" to release")
+	<-lease.RevokeRequested()
+
+	code, out, stderr = runZK(t, 20*time.Second, "break", "--yes", path)
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "broke the lock on "+path+": deleted the holder's node "+lockpathShort(lease.Node())+
+		" (node "+lockpathShort(lease.Node())+", asked to release (data \"__REVOKE__\", which replaced its owner record))\n", out)
+	<-lease.Done()
+}
