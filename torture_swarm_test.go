@@ -33,7 +33,7 @@ import (
 var tortureSwarm = flag.String("torture.swarm", "", "TestTorture's configuration: \"\" draws it from the seed; \"none\", \"all\", or a comma-separated list of "+strings.Join(swarmDims, ","))
 
 // swarmDims are the dimensions, in the order they are drawn.
-var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer"}
+var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold"}
 
 const (
 	swarmStream = 1 << 21 // the configuration's PCG stream, apart from the faults', the workers' and the child's
@@ -69,6 +69,12 @@ type swarmConfig struct {
 	// peer: a raw connection makes Apache Curator 5.5's read/write nodes,
 	// the write-to-read downgrade included, on the RWMutex path (row 3).
 	peer bool
+	// maxhold: the clients with maxHold[slot] > 0 run every lease under
+	// WithMaxHold (0.2..3 s): leases end by the limit mid-hold, Do's and
+	// RunSingleton's fn is cancelled, and the next holder must not start
+	// before the node is gone (issue 29).
+	maxhold bool
+	maxHold []time.Duration
 }
 
 func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
@@ -94,7 +100,7 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 			on[d] = true
 		}
 	}
-	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"]}
+	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"]}
 	asks := []time.Duration{tortureSession, 10 * time.Second, 10 * time.Second, 30 * time.Second}
 	sw.asked = make([]time.Duration, clients)
 	sw.chrooted = make([]bool, clients)
@@ -108,6 +114,12 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 	}
 	if sw.chroot && !slices.Contains(sw.chrooted, true) {
 		sw.chrooted[0] = true
+	}
+	sw.maxHold = make([]time.Duration, clients)
+	for i := range clients {
+		if d := randDur(rng, 200*time.Millisecond, 3*time.Second); sw.maxhold && (i == 0 || rng.IntN(2) == 0) {
+			sw.maxHold[i] = d
+		}
 	}
 	return sw, nil
 }
@@ -137,13 +149,23 @@ func (sw swarmConfig) String() string {
 		}
 		chroot += "(" + strings.Join(cs, ",") + ")"
 	}
-	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer))
+	maxhold := onOff(sw.maxhold)
+	if sw.maxhold {
+		var ms []string
+		for i, d := range sw.maxHold {
+			if d > 0 {
+				ms = append(ms, fmt.Sprintf("c%d:%v", i, d.Round(time.Millisecond)))
+			}
+		}
+		maxhold += "(" + strings.Join(ms, " ") + ")"
+	}
+	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold)
 }
 
 // flags renders the configuration for a replay line.
 func (sw swarmConfig) flags() string {
 	var on []string
-	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer} {
+	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold} {
 		if b {
 			on = append(on, d)
 		}

@@ -159,6 +159,7 @@ type torture struct {
 	verdict    verdict
 
 	peer           *curatorPeer   // torture_swarm_test.go's; nil unless the swarm draws it
+	jobs           jobTally       // torture_job_test.go's
 	observerClient *zklock.Client // torture_elect_test.go's
 	observerProxy  *zktest.Proxy
 	leaderWatches  []leaderWatch
@@ -185,7 +186,7 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 	}
 	for i := range cfg.clients {
 		s := &slot{idx: i, proxy: zktest.NewProxy(t, tt.cluster.Addrs()...), ready: make(chan struct{}), retired: map[*zklock.Client]bool{},
-			chroot: cfg.sw.chrooted[i], asked: cfg.sw.asked[i]}
+			chroot: cfg.sw.chrooted[i], asked: cfg.sw.asked[i], maxHold: cfg.sw.maxHold[i]}
 		c, err := tt.connect(s)
 		if err != nil {
 			t.Fatalf("client %d: %v", i, err)
@@ -228,12 +229,16 @@ func tortureObserver(t *testing.T, addrs []string) *zk.Conn {
 func (tt *torture) connect(s *slot) (*zklock.Client, error) {
 	ctx, cancel := context.WithTimeout(tt.ctx, time.Minute)
 	defer cancel()
+	addr, opts := s.proxy.Addr(), tortureOptions(tt.cfg.root, s.asked, s.slow.handle)
 	if s.chroot {
 		// Under the chroot the client names every path below the
 		// torture's root; its cleaner may remove what lies below "/".
-		return zklock.Connect(ctx, []string{s.proxy.Addr() + tt.cfg.root}, tortureOptions("/", s.asked, s.slow.handle)...)
+		addr, opts = addr+tt.cfg.root, tortureOptions("/", s.asked, s.slow.handle)
 	}
-	return zklock.Connect(ctx, []string{s.proxy.Addr()}, tortureOptions(tt.cfg.root, s.asked, s.slow.handle)...)
+	if s.maxHold > 0 {
+		opts = append(opts, zklock.WithMaxHold(s.maxHold))
+	}
+	return zklock.Connect(ctx, []string{addr}, opts...)
 }
 
 // run starts the work and the faults and lets them go for the duration.
@@ -451,6 +456,8 @@ type slot struct {
 
 	chroot bool          // the client connects under the torture's root (swarm)
 	asked  time.Duration // the session timeout it asks for (swarm)
+	// maxHold is the client's WithMaxHold, 0 for none (swarm)
+	maxHold time.Duration
 }
 
 // local is p (a path of the whole tree) as the slot's client names it.
@@ -535,8 +542,10 @@ func (tt *torture) worker(ctx context.Context, s *slot, w int) {
 			o.rw(ctx, n < 80)
 		case n < 92:
 			o.semaphore(ctx)
-		default:
+		case n < 96:
 			o.multi(ctx)
+		default:
+			o.job(ctx)
 		}
 		sleepCtx(ctx, randDur(rng, 0, 30*time.Millisecond))
 	}
@@ -935,7 +944,10 @@ func (tt *torture) checkTree() {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		left, err := tt.descendants(tt.cfg.root)
-		left = slices.DeleteFunc(left, func(p string) bool { return p == tt.fenceRoot() || strings.HasPrefix(p, tt.fenceRoot()+"/") })
+		records := slices.DeleteFunc(slices.Clone(left), func(p string) bool { return !strings.HasSuffix(p, jobRecordSuffix) })
+		left = slices.DeleteFunc(left, func(p string) bool {
+			return p == tt.fenceRoot() || strings.HasPrefix(p, tt.fenceRoot()+"/") || keptForJob(p, records)
+		})
 		if err == nil && len(left) == 0 {
 			break
 		}
