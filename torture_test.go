@@ -661,7 +661,11 @@ func (tt *torture) watchEnd(r *leaseRec, done <-chan struct{}, why func() error)
 	go func() {
 		defer tt.watchers.Done()
 		<-done
-		tt.lg.ended(r, monoNow(), why())
+		err := why()
+		tt.lg.ended(r, monoNow(), err)
+		if errors.Is(err, zklock.ErrHoldLimit) {
+			tt.counts.add("maxhold.ended")
+		}
 	}()
 }
 
@@ -799,7 +803,7 @@ func (o *op) reentrant(ctx context.Context) {
 		// An inner Release of a lease that has ended reports why (like
 		// Lease.Release); of a held one it must succeed.
 		err := rm.Release(own(context.Background()))
-		ended := isClosed(l.Done()) && (errors.Is(err, zklock.ErrLockLost) || errors.Is(err, zklock.ErrClosed))
+		ended := isClosed(l.Done()) && (errors.Is(err, zklock.ErrLockLost) || errors.Is(err, zklock.ErrHoldLimit) || errors.Is(err, zklock.ErrClosed))
 		if err != nil && !ended {
 			o.tt.lg.violate("%s: the inner Release of a re-entered lock on %s failed: %v", o.who, o.path, err)
 		}
@@ -861,7 +865,7 @@ func (o *op) release(r *leaseRec, fn func(context.Context) error) {
 			o.tt.lg.violate("%s: Release on %s took %v with %s", o.who, o.path, took.Round(time.Millisecond), how)
 		}
 		switch {
-		case err == nil, errors.Is(err, zklock.ErrLockLost), errors.Is(err, zklock.ErrClosed):
+		case err == nil, errors.Is(err, zklock.ErrLockLost), errors.Is(err, zklock.ErrHoldLimit), errors.Is(err, zklock.ErrClosed):
 			return
 		case errors.Is(err, context.DeadlineExceeded):
 			o.tt.counts.add("release.timeout")
@@ -1009,11 +1013,12 @@ func (tt *torture) report() {
 	if v.margins > 0 {
 		margin = v.minMargin.Round(time.Millisecond).String()
 	}
-	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d %v acquisitions=%d mutex=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d "+
+	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d %v acquisitions=%d mutex=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d job=%d/%d "+
 		"elect=%d proclaimed=%d guarded{landed=%d refused_lost=%d refused_version=%d unknown=%d} faults{%s} skipped=%d losses=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
 		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, tt.cfg.sw.flags(), v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.reentrant"),
 		tt.counts.get("grant.try"), tt.counts.get("try.attempts"), tt.counts.get("grant.do"), tt.counts.get("grant.singleton"),
 		tt.counts.get("grant.read"), tt.counts.get("grant.write"), tt.counts.get("grant.semaphore"), tt.counts.get("grant.multi")/2, tt.counts.get("grant.child"),
+		tt.counts.get("grant.job"), tt.counts.get("grant.job")+tt.counts.get("job.ran_already")+tt.counts.get("job.busy"),
 		tt.counts.get("grant.elect"), tt.counts.get("elect.proclaimed"), tt.counts.get("guarded.landed"), tt.counts.get("guarded.refused_lost"),
 		tt.counts.get("guarded.refused_version"), tt.counts.get("guarded.unknown"),
 		strings.Join(faults, " "), skipped, v.losses, v.worst.Round(time.Millisecond), tt.lg.bound, margin, v.fenced, tt.counts.get("child.writes"),
@@ -1028,7 +1033,7 @@ func (tt *torture) report() {
 	}
 	tt.t.Logf("skipped faults (target busy or not found): %s", strings.Join(tt.counts.withPrefix("skipped."), " "))
 	var sw []string
-	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage."} {
+	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job."} {
 		for _, e := range tt.counts.withPrefix(p) {
 			sw = append(sw, p+e)
 		}
