@@ -27,6 +27,9 @@ type Owner struct {
 	// MaxHold is the client's hold limit (WithMaxHold), 0 for none: the
 	// holder ends its lease by itself that long after the grant.
 	MaxHold time.Duration `json:"maxHold,omitempty"`
+	// Revoke marks a record into which AskToRelease wrote a request to
+	// release: the holder's identity stays readable beside the request.
+	Revoke bool `json:"revoke,omitempty"`
 }
 
 // marshal encodes o exactly as encoding/json does, without its reflection:
@@ -67,6 +70,9 @@ func (o Owner) marshal() []byte {
 	b = append(append(b, `"since":`...), since...)
 	if o.MaxHold != 0 {
 		b = strconv.AppendInt(append(b, `,"maxHold":`...), int64(o.MaxHold), 10)
+	}
+	if o.Revoke {
+		b = append(b, `,"revoke":true`...)
 	}
 	return append(b, '}')
 }

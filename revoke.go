@@ -18,16 +18,30 @@ import (
 // It is cooperative: nothing is taken from a holder that does not listen
 // (zklock break deletes the node instead).
 
-// revokeMessage is the data Curator's Revoker.attemptRevoke writes.
+// revokeMessage is the data Curator's Revoker.attemptRevoke writes. Into a
+// node that carries zklock's owner record, AskToRelease writes the record
+// back marked Revoke instead, so the holder stays known to operators; both
+// are requests to a zklock holder.
 var revokeMessage = []byte("__REVOKE__")
 
-func isRevokeRequest(data []byte) bool { return bytes.Equal(data, revokeMessage) }
+var revokeMark = []byte(`"revoke":true`)
+
+func isRevokeRequest(data []byte) bool {
+	if bytes.Equal(data, revokeMessage) {
+		return true
+	}
+	if !bytes.Contains(data, revokeMark) {
+		return false
+	}
+	o, ok := parseOwner(data)
+	return ok && o.Revoke
+}
 
 // RevokeRequested returns a channel closed once someone has asked the holder
 // to release (AskToRelease, zklock break --ask, Curator's Revoker). A holder
-// that honours such requests selects on it and releases. The request
-// replaces the owner record in the node, so Contenders shows the node with
-// RevokeRequested set and no owner from then on. It is heard through the
+// that honours such requests selects on it and releases. Contenders shows
+// the node with RevokeRequested set (and, after AskToRelease, its owner
+// still; after Curator's Revoker, no owner). It is heard through the
 // own-node watch, at no extra request: with WithOwnNodeWatch(false) the
 // channel never closes. A MultiLock's lease hears a request to any part.
 func (l *Lease) RevokeRequested() <-chan struct{} { return l.revoke }
@@ -60,8 +74,11 @@ func (l *Lease) whenRevokeRequested(fn func()) {
 }
 
 // AskToRelease asks the holder of the lock node node (a Contender's Node) to
-// release it, the way Curator's Revoker.attemptRevoke does: it writes the
-// revocation message into the node, replacing its owner record. It returns
+// release it. Into a node with zklock's owner record it writes that record
+// back marked Revoke (a read, then a write checked against the version
+// read, tried again if the record changed meanwhile); into any other it
+// writes the message Curator's Revoker.attemptRevoke writes, which a
+// revocable Curator holder hears. It returns
 // once ZooKeeper has stored the request, which does not mean the holder has
 // heard it or will honour it. It refuses a node that is not a lock node, so
 // a lock path's own data (a semaphore's limit) is never overwritten, and a
@@ -84,7 +101,7 @@ func (c *Client) AskToRelease(ctx context.Context, node string) error {
 		return err
 	}
 	defer scope.end()
-	_, err = call(ctx, c, func() (*zk.Stat, error) { return c.conn.Set(node, revokeMessage, -1) })
+	err = c.writeRevoke(ctx, node)
 	switch {
 	case err == nil:
 		return nil
@@ -94,4 +111,32 @@ func (c *Client) AskToRelease(ctx context.Context, node string) error {
 		return fmt.Errorf("%w: ask %s to release: %w", ErrUnreachable, node, err)
 	}
 	return fmt.Errorf("zklock: ask %s to release: %w", node, err)
+}
+
+// writeRevoke writes the request into node: zklock's record marked Revoke,
+// or Curator's message into any other data. A record changed between the
+// read and the write (Proclaim, another request) is read again.
+func (c *Client) writeRevoke(ctx context.Context, node string) error {
+	for {
+		type got struct {
+			data []byte
+			stat *zk.Stat
+		}
+		r, err := call(ctx, c, func() (got, error) {
+			data, stat, err := c.conn.Get(node)
+			return got{data, stat}, err
+		})
+		if err != nil {
+			return err
+		}
+		data, version := revokeMessage, r.stat.Version
+		if o, ok := parseOwner(r.data); ok {
+			o.Revoke = true
+			data = o.marshal()
+		}
+		_, err = call(ctx, c, func() (*zk.Stat, error) { return c.conn.Set(node, data, version) })
+		if !errors.Is(err, zk.ErrBadVersion) {
+			return err
+		}
+	}
 }

@@ -1,10 +1,12 @@
 package zklock_test
 
 import (
+	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -40,6 +42,27 @@ func TestRevokeHolderHearsTheRequest(t *testing.T) {
 	require.Len(t, cs, 1)
 	assert.True(t, cs[0].RevokeRequested)
 	assert.True(t, cs[0].Holder)
+	host, _ := os.Hostname()
+	assert.Equal(t, host, cs[0].Owner.Host, "the holder stays known beside the request")
+	assert.Equal(t, os.Getpid(), cs[0].Owner.PID)
+	assert.True(t, cs[0].Owner.Revoke)
+}
+
+// A request to a node that does not carry zklock's record (Curator's, here
+// made by a raw connection) is Curator's own message, exactly, which a
+// revocable Curator holder compares byte for byte; a zklock record is
+// rewritten with its version, so a Proclaim in between is read again.
+func TestRevokeWritesCuratorsMessageIntoForeignNodes(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	c := connect(t)
+	require.NoError(t, zklock.EnsureParents(ctxTimeout(t, 5*time.Second), c, p))
+	node, err := obs.Create(p+"/_c_0123456789abcdef0123456789abcdef-lock-", []byte("10.0.0.7"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	require.NoError(t, c.AskToRelease(ctxTimeout(t, 5*time.Second), node))
+	data, _, err := obs.Get(node)
+	require.NoError(t, err)
+	require.Equal(t, "__REVOKE__", string(data))
 }
 
 // A request made while the node waits in the queue is heard once it holds.

@@ -126,7 +126,11 @@ func describe(c zklock.Contender) string {
 	if !isRecord(c) {
 		return fmt.Sprintf("node %s, not zklock's, data %q", lockpath.Short(c.Node), truncate(string(c.Data), 40))
 	}
-	return fmt.Sprintf("host %s, pid %d, %s, queued %s ago", c.Owner.Host, c.Owner.PID, ownerName(c.Owner), ago(time.Now(), c.Owner.Since))
+	who := fmt.Sprintf("host %s, pid %d, %s, queued %s ago", c.Owner.Host, c.Owner.PID, ownerName(c.Owner), ago(time.Now(), c.Owner.Since))
+	if c.RevokeRequested {
+		who += ", asked to release"
+	}
+	return who
 }
 
 // askHolder asks the holder to release (break --ask).
