@@ -71,6 +71,7 @@ func newLease(q *queueNode) *Lease {
 	if err := q.lossCheck(); err != nil {
 		l.lose(err)
 	}
+	l.stampGrant()
 	go l.monitor()
 	return l
 }

@@ -45,6 +45,7 @@ type options struct {
 	metrics        Metrics
 	tls            *tls.Config
 	maxHold        time.Duration
+	breakOverdue   bool
 }
 
 type authCred struct {
@@ -297,4 +298,19 @@ type Metrics interface {
 	// MultiLockYielded reports a MultiLock that let go of the paths it held
 	// to break a wait-for cycle with another client (see MultiLock).
 	MultiLockYielded(paths []string)
+}
+
+// WithBreakOverdue lets the client's waiters break a holder that is past
+// the hold limit it published (WithMaxHold), by the server's clock: the
+// waiter right behind it deletes its node once the server's time is surely
+// past the holder's grant plus its limit plus half the session timeout.
+// It is for holders whose own timer cannot run (a paused process, a frozen
+// VM): a running holder ends its lease by itself first. It is safe only
+// where the resource checks fencing tokens: the broken holder may act
+// before it notices, and only the token tells its writes apart.
+func WithBreakOverdue() Option {
+	return func(o *options) error {
+		o.breakOverdue = true
+		return nil
+	}
 }

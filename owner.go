@@ -30,6 +30,10 @@ type Owner struct {
 	// Revoke marks a record into which AskToRelease wrote a request to
 	// release: the holder's identity stays readable beside the request.
 	Revoke bool `json:"revoke,omitempty"`
+	// Held marks the record a holder with a hold limit writes back once
+	// granted: the node's modification time is then no earlier than the
+	// grant, on the server's clock (WithBreakOverdue).
+	Held bool `json:"held,omitempty"`
 }
 
 // marshal encodes o exactly as encoding/json does, without its reflection:
@@ -73,6 +77,9 @@ func (o Owner) marshal() []byte {
 	}
 	if o.Revoke {
 		b = append(b, `,"revoke":true`...)
+	}
+	if o.Held {
+		b = append(b, `,"held":true`...)
 	}
 	return append(b, '}')
 }

@@ -55,6 +55,9 @@ type queueNode struct {
 	ownEpoch uint64
 	// proof is what a grant by hand-off rested on (see holdIfProven).
 	proof handOffProof
+	// clock bounds the server's time from below, once a waiter needed it
+	// to break a holder past its limit (overdue.go).
+	clock serverClock
 }
 
 // handOffProof records, for a grant made when the last node ahead went,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -119,7 +120,7 @@ func (w *listWatcher) wait(ctx context.Context, q *queueNode, _ lockpath.Turn) e
 	if ch == nil {
 		return errLookAgain // the listing came without a watch (the one behind the create): list again
 	}
-	if _, err := q.nextEvent(ctx, ch); err != nil {
+	if _, err := q.nextEvent(ctx, ch, nil); err != nil {
 		return err
 	}
 	return errLookAgain
@@ -157,9 +158,14 @@ func (q *queueNode) listError(err error) error {
 func (q *queueNode) waitPred(ctx context.Context, pred string, last bool) error {
 	c := q.c
 	own := q.sendOwnRead()
-	ch, err := call(ctx, c, func() (<-chan zk.Event, error) {
-		_, _, ch, err := c.conn.GetW(pred)
-		return ch, err
+	type watched struct {
+		data []byte
+		stat *zk.Stat
+		ch   <-chan zk.Event
+	}
+	got, err := call(ctx, c, func() (watched, error) {
+		data, stat, ch, err := c.conn.GetW(pred)
+		return watched{data, stat, ch}, err
 	})
 	if oerr := q.takeOwnRead(ctx, own); oerr != nil {
 		return oerr
@@ -180,7 +186,9 @@ func (q *queueNode) waitPred(ctx context.Context, pred string, last bool) error 
 	default:
 		return fmt.Errorf("zklock: watch %s: %w", pred, err)
 	}
-	ev, err := q.nextEvent(ctx, ch)
+	wake, stop := q.watchOverdue(ctx, pred, last, got.data, got.stat)
+	defer stop()
+	ev, err := q.nextEvent(ctx, got.ch, wake)
 	switch {
 	case err != nil:
 		return err
@@ -269,9 +277,11 @@ func (q *queueNode) ownWatchProves() bool {
 
 // nextEvent waits for a watch of q's to fire, or says why the wait ends
 // first.
-func (q *queueNode) nextEvent(ctx context.Context, ch <-chan zk.Event) (zk.Event, error) {
+func (q *queueNode) nextEvent(ctx context.Context, ch <-chan zk.Event, wake <-chan time.Time) (zk.Event, error) {
 	c := q.c
 	select {
+	case <-wake:
+		return zk.Event{}, errLookAgain
 	case ev := <-ch:
 		if ev.Type == zk.EventNotWatching && classify(ev.Err) == errSession {
 			return ev, errSessionOver
