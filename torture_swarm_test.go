@@ -72,7 +72,9 @@ type swarmConfig struct {
 	// maxhold: the clients with maxHold[slot] > 0 run every lease under
 	// WithMaxHold (0.2..3 s): leases end by the limit mid-hold, Do's and
 	// RunSingleton's fn is cancelled, and the next holder must not start
-	// before the node is gone (issue 29).
+	// before the node is gone; every client waits WithBreakOverdue, so a
+	// holder stalled past its limit is broken by the waiter behind it
+	// (issue 29).
 	maxhold bool
 	maxHold []time.Duration
 }

@@ -238,6 +238,9 @@ func (tt *torture) connect(s *slot) (*zklock.Client, error) {
 	if s.maxHold > 0 {
 		opts = append(opts, zklock.WithMaxHold(s.maxHold))
 	}
+	if tt.cfg.sw.maxhold {
+		opts = append(opts, zklock.WithBreakOverdue()) // waiters break holders stalled past their limit
+	}
 	return zklock.Connect(ctx, []string{addr}, opts...)
 }
 
