@@ -80,6 +80,25 @@ func (s Style) Prefix(guid string) string {
 	return protectedPrefix + guid + "-" + s.marker
 }
 
+// Downgrades reports whether a writer named in s can become a reader at its
+// own place, as Curator 5.5 and later downgrade InterProcessReadWriteLock's
+// writer: only Curator's writer names (kazoo's WriteLock has no downgrade,
+// and its readers would not know the reader's name).
+func (s Style) Downgrades() bool { return s == CuratorWrite }
+
+// AtPlaceOf names a plain (not sequential) node in style s, carrying guid,
+// that sorts at the place of the lock node called at: it ends with at's
+// sequence, as Curator 5.5 names the reader a write lock is downgraded to
+// ("_c_<guid>-__READ__" and the writer's 10 digits). false if at is not a
+// lock node.
+func (s Style) AtPlaceOf(guid, at string) (string, bool) {
+	n, i, ok := parse(at)
+	if !ok {
+		return "", false
+	}
+	return s.Prefix(guid) + at[i+len(n.Marker):], true
+}
+
 // Node is one contender found in a lock path.
 type Node struct {
 	Name   string

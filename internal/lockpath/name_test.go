@@ -170,3 +170,27 @@ func TestPureShortAndIsLockPath(t *testing.T) {
 	require.False(t, IsLockPath(nil))
 	require.Equal(t, "_c_0123-config", Short("/p/_c_0123-config"), "not a lock node: whole")
 }
+
+// A downgraded reader's name sorts at the writer's place: Curator's reader
+// marker, the writer's digits (a wrapped counter's too), the same sequence.
+func TestPureAtPlaceOf(t *testing.T) {
+	guid := fmt.Sprintf("%032x", 7)
+	for _, writer := range []string{
+		CuratorWrite.Prefix(fmt.Sprintf("%032x", 1)) + "0000000042",
+		CuratorWrite.Prefix(fmt.Sprintf("%032x", 1)) + "-2147483648",
+	} {
+		name, ok := CuratorRead.AtPlaceOf(guid, writer)
+		require.True(t, ok)
+		assert.Equal(t, "_c_"+guid+"-__READ__"+writer[strings.LastIndex(writer, "__")+2:], name)
+		w, _ := Parse(writer)
+		r, ok := Parse(name)
+		require.True(t, ok)
+		assert.Equal(t, w.Seq, r.Seq)
+		assert.True(t, r.Shared)
+	}
+	_, ok := CuratorRead.AtPlaceOf(guid, "foo")
+	assert.False(t, ok)
+	assert.True(t, CuratorWrite.Downgrades())
+	assert.False(t, KazooWrite.Downgrades())
+	assert.False(t, MutexStyle.Downgrades())
+}
