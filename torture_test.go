@@ -732,6 +732,10 @@ func (o *op) rw(ctx context.Context, read bool) {
 		return
 	}
 	kind, fn := "write", rw.AcquireWrite
+	if !read && o.rng.IntN(2) == 0 {
+		o.downgrade(ctx, rw) // half the writes end in a downgrade to a read lease
+		return
+	}
 	if read {
 		kind, fn = "read", rw.AcquireRead
 	}
@@ -1036,7 +1040,7 @@ func (tt *torture) report() {
 	}
 	tt.t.Logf("skipped faults (target busy or not found): %s", strings.Join(tt.counts.withPrefix("skipped."), " "))
 	var sw []string
-	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job."} {
+	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade."} {
 		for _, e := range tt.counts.withPrefix(p) {
 			sw = append(sw, p+e)
 		}
