@@ -39,6 +39,41 @@ func ExampleRWMutex() {
 	// <nil>
 }
 
+func ExampleRWMutex_Downgrade() {
+	ctx := context.Background()
+	client, err := zklock.Connect(ctx, servers)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	rw, err := client.NewRWMutex("/examples/catalog-rebuild")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	w, err := rw.AcquireWrite(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// ... rebuild the catalog alone, then keep reading it while others may
+	// read too; no writer can slip in between.
+	r, err := rw.Downgrade(ctx, w)
+	fmt.Println(err, errors.Is(w.Err(), zklock.ErrReleased))
+	other, err := rw.TryAcquireRead(ctx) // readers share with the downgraded one
+	fmt.Println(err)
+	_, err = rw.TryAcquireWrite(ctx) // a writer still waits
+	fmt.Println(errors.Is(err, zklock.ErrLocked))
+	_ = other.Release(ctx)
+	_ = r.Release(ctx)
+	// Output:
+	// <nil> true
+	// <nil>
+	// true
+}
+
 func ExampleSemaphore() {
 	ctx := context.Background()
 	client, err := zklock.Connect(ctx, servers)
