@@ -203,7 +203,8 @@ func (l *Lease) closeMultiDone() {
 }
 
 // Parts returns the Leases a MultiLock's Lease is made of, one per path in
-// canonical order; a Lease of any other primitive is its only part.
+// canonical order (a Semaphore.AcquireN's: one per permit); a Lease of any
+// other primitive is its only part.
 func (l *Lease) Parts() []*Lease {
 	if l.parts == nil {
 		return []*Lease{l}

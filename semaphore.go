@@ -64,14 +64,64 @@ func (s *Semaphore) Limit() int   { return s.n }
 // Mutex.Acquire does: a ctx deadline is the timeout, and a failed or
 // cancelled call leaves nothing behind.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
-	return opError("acquire", s.path)(s.acquire(ctx, false))
+	return opError("acquire", s.path)(s.acquire(ctx, 1, false))
 }
 
 // TryAcquire takes a lease only if one is free and nobody waits ahead;
 // otherwise it returns ErrLocked and leaves nothing behind. Like
 // Mutex.TryAcquire, it waits for ZooKeeper at most ctx or the session timeout.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
-	return opError("try-acquire", s.path)(s.acquire(ctx, true))
+	return opError("try-acquire", s.path)(s.acquire(ctx, 1, true))
+}
+
+// AcquireN blocks until the caller holds k of the N permits at once (1 ≤ k
+// ≤ N), all or none, served in arrival order like Acquire: a request for k
+// waits only for the holders and waiters ahead of it, and one for fewer
+// permits that arrives later queues behind it, so it never starves. It
+// never holds part of the k while it waits: its first lease holds only when
+// there is room for all k behind it, and the others (made while it still
+// holds the turnstile, so no one comes in between) then hold at once.
+//
+// The lease is made of k lease nodes, one per permit, so Curator's
+// InterProcessSemaphoreV2 on the path counts them all: Parts gives them,
+// Release frees them all, Done closes when any ends, Token is the highest.
+// A ctx deadline is the timeout; a failed or cancelled call leaves nothing
+// behind (its one waiting lease is removed, as Acquire's; what was taken is
+// released). k of 1 gives the lease Acquire gives.
+func (s *Semaphore) AcquireN(ctx context.Context, k int) (*Lease, error) {
+	return opError("acquire", s.path)(s.acquire(ctx, k, false))
+}
+
+// TryAcquireN takes k permits only if k are free and nobody waits ahead;
+// otherwise it returns ErrLocked and holds nothing. Like TryAcquire, it waits
+// for ZooKeeper at most ctx or the session timeout.
+func (s *Semaphore) TryAcquireN(ctx context.Context, k int) (*Lease, error) {
+	return opError("try-acquire", s.path)(s.acquire(ctx, k, true))
+}
+
+// Free returns how many of the N permits no lease takes: N minus the leases
+// on the path, held or waiting (a request for several permits that waits
+// counts as one until it holds), never below 0. It is one listing, a
+// snapshot that may be stale when it returns; it waits for ZooKeeper at most
+// ctx or the session timeout.
+func (s *Semaphore) Free(ctx context.Context) (int, error) {
+	c := s.c
+	ctx, scope, err := c.begin(ctx, true)
+	if err != nil {
+		return 0, err
+	}
+	defer scope.end()
+	children, err := call(ctx, c, func() ([]string, error) {
+		ch, _, err := c.conn.Children(s.leasesPath())
+		return ch, err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return s.n, nil // no lease was ever taken here, or the cleaner removed the path
+	case err != nil:
+		return 0, fmt.Errorf("zklock: free permits of %s: %w", s.path, err)
+	}
+	return max(0, s.n-lockpath.Count(children)), nil
 }
 
 // Holders lists the leases held or pending, in order; the first N hold.
@@ -85,20 +135,23 @@ func (s *Semaphore) Holders(ctx context.Context) ([]Contender, error) {
 
 func (s *Semaphore) leasesPath() string { return s.path + "/" + lockpath.Leases }
 
-func (s *Semaphore) acquire(ctx context.Context, try bool) (*Lease, error) {
+func (s *Semaphore) acquire(ctx context.Context, k int, try bool) (*Lease, error) {
+	if k < 1 || k > s.n {
+		return nil, fmt.Errorf("%w: %d permits of a semaphore of %d on %s (must be 1..%d)", ErrInvalidArgument, k, s.n, s.path, s.n)
+	}
 	if try {
 		var cancel context.CancelFunc
 		ctx, cancel = s.c.answerBound(ctx)
 		defer cancel()
 	}
 	start := time.Now()
-	l, err := s.acquireOrdered(ctx, try)
+	l, err := s.acquireOrdered(ctx, k, try)
 	s.c.opts.metrics.Acquired(KindSemaphore, time.Since(start), err) // the whole call, turnstile included
 	return l, err
 }
 
-// acquireOrdered takes the turnstile, then a lease, and lets the turnstile
-// go. A lease may only be queued by the turnstile's holder: one queued
+// acquireOrdered takes the turnstile, then k leases (takePermits), and lets
+// the turnstile go. A lease may only be queued by the turnstile's holder: one queued
 // without it (after an expiry, say) would land behind leases created later,
 // and a Curator peer, which counts leases instead of placing them, would
 // then wait for ever beside it. So when the lease's node goes while it
@@ -109,7 +162,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) (*Lease, error) {
 // queued keeps its place whatever becomes of the turnstile (a stall that
 // presumes the turnstile lost while the session survives, or someone
 // deleting it), and the slot rule alone decides who holds.
-func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error) {
+func (s *Semaphore) acquireOrdered(ctx context.Context, k int, try bool) (*Lease, error) {
 	for {
 		ta := s.c.exclusive(ctx, s.inner.path, try)
 		ta.policy = policyTurnstile
@@ -124,9 +177,7 @@ func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error
 		if err := s.checkLimit(ctx); err != nil {
 			return nil, errors.Join(err, s.leaveTurnstile(ctx, turnstile))
 		}
-		a := s.c.exclusive(ctx, s.leasesPath(), try)
-		a.style, a.rule, a.policy = lockpath.SemaphoreLease, lockpath.SlotsTurn(s.n), policySlot
-		l, err := s.c.acquire(ctx, a)
+		l, err := s.takePermits(ctx, k, try)
 		if terr := s.leaveTurnstile(ctx, turnstile); terr != nil {
 			if l != nil {
 				err = releaseAll(ctx, s.c, []*Lease{l})
@@ -144,6 +195,44 @@ func (s *Semaphore) acquireOrdered(ctx context.Context, try bool) (*Lease, error
 		}
 		s.c.log.Info("zklock: semaphore lease gone while waiting; taking the turnstile again", "path", s.path)
 	}
+}
+
+// takePermits queues k leases, one after another, while the caller holds
+// the turnstile. The first waits until it is among the first N-k+1, that is
+// until there is room for all k; the one after it must be among the first
+// N-k+2, and so on, so each of the others holds as soon as it is made: no
+// one else makes a lease while the turnstile is held. Each rule lets a
+// lease hold only among the first N, so the count is kept even if the
+// turnstile is lost meanwhile and someone comes in between (the lease then
+// waits its turn). Each lease is the engine's (a lost reply, a timeout or a
+// cancel leaves no node); on any failure the ones taken are released, and
+// one that ended meanwhile (its session, a deletion) sends the caller back
+// through the turnstile as a lost waiting lease does.
+func (s *Semaphore) takePermits(ctx context.Context, k int, try bool) (*Lease, error) {
+	parts := make([]*Lease, 0, k)
+	for i := range k {
+		a := s.c.exclusive(ctx, s.leasesPath(), try)
+		a.style, a.rule, a.policy = lockpath.SemaphoreLease, lockpath.SlotsTurn(s.n-k+1+i), policySlot
+		l, err := s.c.acquire(ctx, a)
+		if err != nil {
+			return nil, errors.Join(err, releaseAll(ctx, s.c, parts))
+		}
+		parts = append(parts, l)
+	}
+	if k == 1 {
+		return parts[0], nil
+	}
+	for _, p := range parts {
+		if err := p.Err(); err != nil {
+			gone := ErrSessionExpired
+			if isNodeDeleted(err) {
+				gone = ErrQueueNodeDeleted
+			}
+			rerr := releaseAll(ctx, s.c, parts)
+			return nil, errors.Join(fmt.Errorf("%w (%s): a permit's lease ended while the others were taken: %w", gone, s.path, err), rerr)
+		}
+	}
+	return newMultiLease(s.c, parts), nil
 }
 
 // leaveTurnstile releases the turnstile. Only a refused delete matters: the
