@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/wire"
 )
 
 // This file holds an RWMutex's downgrade from a write lease to a read lease:
@@ -165,9 +166,9 @@ func (e *refusedTxn) Unwrap() error { return e.err }
 // abandonCreate can remove it.
 func (q *queueNode) sendBeside(w *queueNode) <-chan result[createdNode] {
 	c := q.c
-	var sent *expectation
+	var sent *wire.Expectation
 	if c.wire != nil {
-		sent = c.wire.expect(q.guid)
+		sent = c.wire.Expect(q.guid)
 	}
 	ops := []any{
 		&zk.CheckVersionRequest{Path: w.full(), Version: -1},
@@ -178,8 +179,8 @@ func (q *queueNode) sendBeside(w *queueNode) <-chan result[createdNode] {
 		res, err := c.conn.Multi(ops...)
 		n := createdNode{name: q.full(), session: c.conn.SessionID()}
 		if sent != nil {
-			n.czxid = sent.replyZxid() // the transaction's zxid: the node's creation zxid
-			c.wire.forget(q.guid)
+			n.czxid = sent.ReplyZxid() // the transaction's zxid: the node's creation zxid
+			c.wire.Forget(q.guid)
 		}
 		switch {
 		case err == nil && n.session != before:

@@ -32,7 +32,8 @@ read/write lock (readers share, writers exclude them), --write as its
 writer (needed to exclude Curator's readers, which do not treat a plain
 mutex as a writer; add --kazoo to name the nodes as kazoo does, whose
 readers recognise only kazoo's writers), --semaphore N as one of N holders
-of a semaphore. --and <lock path>, repeated, adds paths: exec takes all of
+of a semaphore (with --permits k, as k of its N permits at once, all or
+none). --and <lock path>, repeated, adds paths: exec takes all of
 them, in sorted order so that no two clients deadlock, as one lease.
 
 The command runs in its own process group, with these added to its
@@ -100,6 +101,7 @@ Examples:
 	zklock exec --try /locks/report -- ./report.sh || echo "report already running"
 	zklock exec --read /locks/catalog -- ./export.sh
 	zklock exec --semaphore 4 /locks/encoders -- ./encode.sh input.mov
+	zklock exec --semaphore 4 --permits 2 /locks/encoders -- ./encode-4k.sh input.mov
 	zklock exec /locks/db --and /locks/cache -- ./migrate.sh
 `,
 	flags: func(fs *flag.FlagSet) {
@@ -113,6 +115,7 @@ Examples:
 		fs.Bool("read", false, "take the lock as a reader of a read/write lock")
 		fs.Bool("write", false, "take the lock as the writer of a read/write lock")
 		fs.Int("semaphore", 0, "take one of `N` leases of a semaphore, N at least 1 (without it the lock is exclusive)")
+		addPermitsFlag(fs)
 		fs.Bool("kazoo", false, "with --read or --write: name the nodes as kazoo's ReadLock and WriteLock do")
 		fs.String("value", "", "campaign as the leader of an election with this `value` ('zklock leader <path>' shows it): an exclusive lock that publishes it")
 		fs.Duration("once-per", 0, "run the command at most once per `period` of ZooKeeper's clock, whichever host starts it first (a crontab line on every host): others exit 80 at once, naming the run")
@@ -172,6 +175,7 @@ type execOpts struct {
 	permits int
 	// permitsSet: --semaphore was given (0 is then an error, not "exclusive").
 	permitsSet bool
+	take       int            // --permits: how many of the semaphore's permits
 	revoke     bool           // --revocable
 	value      string         // --value: campaign in an election
 	maxHold    time.Duration  // --max-hold: the hold limit, 0 for none
@@ -212,6 +216,7 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		read:    flagValue[bool](fset, "read"),
 		write:   flagValue[bool](fset, "write"),
 		permits: flagValue[int](fset, "semaphore"),
+		take:    flagValue[int](fset, "permits"),
 		kazoo:   flagValue[bool](fset, "kazoo"),
 		revoke:  flagValue[bool](fset, "revocable"),
 		value:   flagValue[string](fset, "value"),
@@ -268,6 +273,8 @@ func (o *execOpts) check() string {
 		return "--once-per runs a job under one exclusive lock: it excludes --read, --write, --semaphore, --and and --value"
 	case o.oncePer < 0, o.oncePer != 0 && o.oncePer < time.Millisecond:
 		return "--once-per must be at least 1ms"
+	case o.checkPermits() != "":
+		return o.checkPermits()
 	case o.kazoo && !o.read && !o.write:
 		return "--kazoo names read/write lock nodes: use it with --read or --write"
 	case o.conn.check() != "":

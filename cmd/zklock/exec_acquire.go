@@ -116,7 +116,7 @@ func (o *execOpts) primitive(c *zklock.Client) (zklock.Locker, error) {
 		}
 		return rw.Writer(), nil
 	case o.permits > 0:
-		return asLocker(c.NewSemaphore(o.paths[0], o.permits))
+		return o.semaphore(c)
 	case o.value != "":
 		e, err := c.NewElection(o.paths[0])
 		if err != nil {

@@ -175,7 +175,11 @@ func signum(s os.Signal) int {
 // lease's token, which reads every part's).
 func (o *execOpts) partTokens(lease *zklock.Lease) string {
 	var b strings.Builder
-	for i, p := range lease.Parts() { // one per path, in o.paths' order
+	parts := lease.Parts()
+	if len(parts) != len(o.paths) { // --permits k of one semaphore: its highest token
+		parts = []*zklock.Lease{lease}
+	}
+	for i, p := range parts { // one per path, in o.paths' order
 		tok, _ := p.Token(context.Background())
 		if i > 0 {
 			b.WriteByte(',')
