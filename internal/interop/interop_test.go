@@ -279,6 +279,60 @@ func TestSemaphoreWithCurator(t *testing.T) {
 	assert.Equal(t, n, most, "both permits were used at once")
 }
 
+// zklock taking 2 permits at once (AcquireN) and 1, beside two Curator
+// InterProcessSemaphoreV2s taking 1, on one path of N=3: Curator counts
+// each of zklock's permits, so never more than 3 permits are taken at once,
+// and the 2 are taken at all.
+func TestSemaphorePermitsWithCurator(t *testing.T) {
+	requirePeers(t)
+	p := newPath(t)
+	const n = 3
+	const holdFor = 20 // ms: long enough for the holds to overlap often
+	rec := &record{}
+	var procs []*proc
+	for i := range 2 {
+		procs = append(procs, startJava(t, rec, fmt.Sprintf("curator-%d", i), p, fmt.Sprintf("semaphore:%d", n), cycles, holdFor))
+	}
+	for _, pr := range procs {
+		pr.waitReady(t)
+	}
+	s2, err := zklockClient(t).NewSemaphore(p, n)
+	require.NoError(t, err)
+	s1, err := zklockClient(t).NewSemaphore(p, n)
+	require.NoError(t, err)
+	two := func(ctx context.Context) (*zklock.Lease, error) { return s2.AcquireN(ctx, 2) }
+	gs := []*goPeer{
+		runGo(rec, "zklock-2", false, cycles, holdFor*time.Millisecond, leaseTaker(two)),
+		runGo(rec, "zklock-1", false, cycles, holdFor*time.Millisecond, leaseTaker(s1.Acquire)),
+	}
+	for _, pr := range procs {
+		pr.wait(t)
+	}
+	for _, g := range gs {
+		g.wait(t)
+	}
+	holds := rec.all()
+	require.Len(t, holds, 4*cycles)
+	permits := func(h hold) int {
+		if h.who == "zklock-2" {
+			return 2
+		}
+		return 1
+	}
+	most := 0
+	for _, a := range holds {
+		taken := 0
+		for _, b := range holds {
+			if b.acq <= a.acq && a.acq < b.rel {
+				taken += permits(b)
+			}
+		}
+		most = max(most, taken)
+	}
+	assert.LessOrEqual(t, most, n, "permits taken at once")
+	assert.GreaterOrEqual(t, most, 2)
+}
+
 func observer(t *testing.T) *zk.Conn {
 	t.Helper()
 	return zktest.Connect(t, servers, 10*time.Second).Conn
