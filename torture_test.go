@@ -750,6 +750,10 @@ func (o *op) semaphore(ctx context.Context) {
 		o.tt.lg.violate("NewSemaphore(%s): %v", o.path, err)
 		return
 	}
+	if o.rng.IntN(4) == 0 {
+		o.permits(ctx, s) // a quarter take every permit at once
+		return
+	}
 	o.cycle(ctx, "semaphore", s.Acquire, func(r *leaseRec) { r.limit = tortureSemLimit })
 }
 
@@ -1040,7 +1044,7 @@ func (tt *torture) report() {
 	}
 	tt.t.Logf("skipped faults (target busy or not found): %s", strings.Join(tt.counts.withPrefix("skipped."), " "))
 	var sw []string
-	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade."} {
+	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade.", "grant.permits"} {
 		for _, e := range tt.counts.withPrefix(p) {
 			sw = append(sw, p+e)
 		}
