@@ -44,6 +44,7 @@ type ask struct {
 	style  lockpath.Style
 	rule   lockpath.Rule
 	policy policy
+	trace  AcquireSpan // nil unless the client traces (trace.go)
 }
 
 // policy is how the engine treats an ask's node beyond its turn rule: what
@@ -89,7 +90,9 @@ func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 	}
 	defer scope.end()
 	start := time.Now()
+	c.startTrace(ctx, &a)
 	l, err := c.acquireQueued(ctx, a)
+	a.endTrace(l, err)
 	if !a.policy.brief() && !a.policy.reportsItself() {
 		c.opts.metrics.Acquired(a.style.Kind, time.Since(start), err)
 	}
@@ -128,8 +131,12 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, none := c.opts.metrics.(noMetrics); children != nil && !none && !a.policy.brief() {
-		c.opts.metrics.Queued(a.style.Kind, lockpath.Count(children)) // a parse of the queue: only when someone listens
+	if _, none := c.opts.metrics.(noMetrics); children != nil && (!none || a.trace != nil) && !a.policy.brief() {
+		n := lockpath.Count(children) // a parse of the queue: only when someone listens
+		c.opts.metrics.Queued(a.style.Kind, n)
+		if a.trace != nil {
+			a.trace.Queued(n)
+		}
 	}
 	if err := q.wait(ctx, a, children); err != nil {
 		return nil, q.giveUp(err)

@@ -42,6 +42,7 @@ type Lease struct {
 	done       chan struct{}
 	onEnd      []func(error) // run when the lease ends, under mu: they must not block
 	onRevoke   []func()      // run when a release is asked for, under mu (revoke.go)
+	hold       HoldSpan      // the hold's trace, nil unless the client traces; under mu
 }
 
 // leaseState is where a lease is in its life. The transitions, all in this
@@ -311,6 +312,9 @@ func (l *Lease) endLocked(err error) {
 		l.c.opts.metrics.Ended(l.q.style.Kind, time.Since(l.since), err)
 	}
 	close(l.done)
+	if l.hold != nil {
+		l.hold.Ended(err)
+	}
 	for _, fn := range l.onEnd {
 		fn(err)
 	}

@@ -46,6 +46,7 @@ type options struct {
 	tls            *tls.Config
 	maxHold        time.Duration
 	breakOverdue   bool
+	tracer         Tracer
 }
 
 type authCred struct {

@@ -34,6 +34,9 @@ type Owner struct {
 	// granted: the node's modification time is then no earlier than the
 	// grant, on the server's clock (WithBreakOverdue).
 	Held bool `json:"held,omitempty"`
+	// Trace is the acquisition's trace context (a W3C traceparent) when
+	// its client traces (WithTracer): a waiter links its trace to it.
+	Trace string `json:"trace,omitempty"`
 }
 
 // marshal encodes o exactly as encoding/json does, without its reflection:
@@ -80,6 +83,9 @@ func (o Owner) marshal() []byte {
 	}
 	if o.Held {
 		b = append(b, `,"held":true`...)
+	}
+	if o.Trace != "" {
+		b = appendJSONString(append(b, `,"trace":`...), o.Trace)
 	}
 	return append(b, '}')
 }

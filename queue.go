@@ -55,6 +55,7 @@ type queueNode struct {
 	ownEpoch uint64
 	// proof is what a grant by hand-off rested on (see holdIfProven).
 	proof handOffProof
+	trace AcquireSpan // the acquisition's trace, nil unless the client traces
 	// clock bounds the server's time from below, once a waiter needed it
 	// to break a holder past its limit (overdue.go).
 	clock serverClock
@@ -88,7 +89,7 @@ type createdNode struct {
 // enqueue returns, or within the cleanup timeout in the background.
 func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode, []string, error) {
 	lockPath := a.path
-	q := &queueNode{c: c, path: lockPath, guid: c.me.newGUID(), sess: sess, owner: a.owner, style: a.style, brief: a.policy.brief(), fetched: make(chan struct{})}
+	q := &queueNode{c: c, path: lockPath, guid: c.me.newGUID(), sess: sess, owner: a.owner, style: a.style, brief: a.policy.brief(), trace: a.trace, fetched: make(chan struct{})}
 	node, listed, err := q.create(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -186,6 +186,7 @@ func (q *queueNode) waitPred(ctx context.Context, pred string, last bool) error 
 	default:
 		return fmt.Errorf("zklock: watch %s: %w", pred, err)
 	}
+	q.waitingFor(got.data)
 	wake, stop := q.watchOverdue(ctx, pred, last, got.data, got.stat)
 	defer stop()
 	ev, err := q.nextEvent(ctx, got.ch, wake)
