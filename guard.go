@@ -40,6 +40,9 @@ func (l *Lease) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	if err := checkOps(ops); err != nil {
 		return nil, err
 	}
+	if l.ext != nil {
+		return nil, l.errExternal()
+	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}

@@ -27,7 +27,8 @@ type Lease struct {
 	// reentry, on a ReentrantMutex's lease, counts Release against its hold
 	// (reentrant.go); set once, before the lease is returned.
 	reentry *reentrantHold
-	since   time.Time // granted
+	ext     LeaseBackend // a lease kept outside ZooKeeper (NewLease, external.go); q has no client then
+	since   time.Time    // granted
 
 	presumed    chan struct{} // closed when the connection dropped and there is no wire clock
 	presumeOnce sync.Once
@@ -176,6 +177,8 @@ func (l *Lease) Release(ctx context.Context) error {
 		return l.multiRelease(ctx)
 	case l.reentry != nil:
 		return l.reentry.release(ctx)
+	case l.ext != nil:
+		return l.releaseExternal(ctx)
 	}
 	return l.releaseNode(ctx)
 }

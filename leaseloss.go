@@ -167,6 +167,8 @@ const lossFraction = 0.8
 func (q *queueNode) lossCheck() error {
 	c := q.c
 	switch {
+	case c == nil: // a lease kept outside ZooKeeper (NewLease): its backend ends it
+		return nil
 	case q.sess.ended() || c.conn.SessionID() != q.sess.id:
 		return c.sessionLoss()
 	case c.wire != nil:
