@@ -1,0 +1,110 @@
+package lockservice
+
+import (
+	"time"
+
+	"github.com/zklock/zklock"
+)
+
+// The request and response bodies of the HTTP API. Their JSON names are
+// those of docs/openapi.json (a test checks the two agree).
+
+// AcquireRequest is the body of POST /v1/lock/acquire.
+type AcquireRequest struct {
+	Path    string `json:"path"`
+	Kind    string `json:"kind,omitempty"`    // mutex (default), read, write, semaphore
+	Permits int    `json:"permits,omitempty"` // semaphore: how many hold at once
+	Timeout string `json:"timeout,omitempty"` // a Go duration ("5s"); empty waits until the caller leaves
+	Try     bool   `json:"try,omitempty"`     // do not wait: 409 at once if held or waited for
+	Owner   string `json:"owner,omitempty"`   // the name 'zklock status' shows (default: the caller's)
+}
+
+// CampaignRequest is the body of POST /v1/election/campaign.
+type CampaignRequest struct {
+	Path    string `json:"path"`
+	Value   string `json:"value"`
+	Timeout string `json:"timeout,omitempty"`
+	Owner   string `json:"owner,omitempty"`
+}
+
+// ReleaseRequest is the body of POST /v1/lock/release.
+type ReleaseRequest struct {
+	ID string `json:"id"`
+}
+
+// ReleaseResponse answers a release.
+type ReleaseResponse struct {
+	ID       string `json:"id"`
+	Released bool   `json:"released"`
+}
+
+// Event is one line of a holding's stream (application/x-ndjson): first
+// "granted" (or "elected"), then at the end "released" or "lost".
+type Event struct {
+	Event  string `json:"event"`
+	ID     string `json:"id"`
+	Path   string `json:"path"`
+	Node   string `json:"node,omitempty"`
+	Token  int64  `json:"token,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Seq orders the events of every stream of this service: an event
+	// written before another has a smaller Seq.
+	Seq int64 `json:"seq"`
+}
+
+// Contender is one node of a lock's queue in a StatusResponse.
+type Contender struct {
+	Node     string    `json:"node"`
+	Sequence int64     `json:"sequence"`
+	Token    int64     `json:"token"`
+	Holder   bool      `json:"holder"`
+	Reader   bool      `json:"reader"`
+	Owner    string    `json:"owner,omitempty"`
+	Host     string    `json:"host,omitempty"`
+	PID      int       `json:"pid,omitempty"`
+	Value    string    `json:"value,omitempty"`
+	Since    time.Time `json:"since,omitzero"`
+}
+
+// StatusResponse answers GET /v1/lock/status.
+type StatusResponse struct {
+	Path       string      `json:"path"`
+	Contenders []Contender `json:"contenders"`
+}
+
+// LeaderResponse answers GET /v1/election/leader, and is each event of
+// GET /v1/election/watch (with an empty node while nobody leads).
+type LeaderResponse struct {
+	Path  string `json:"path"`
+	Node  string `json:"node"`
+	Value string `json:"value"`
+	Token int64  `json:"token"`
+	Owner string `json:"owner,omitempty"`
+	Host  string `json:"host,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+}
+
+// HealthResponse answers GET /healthz.
+type HealthResponse struct {
+	Session string `json:"session"`
+}
+
+// ErrorResponse is the body of every answer other than 2xx.
+type ErrorResponse struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func contenderOf(c zklock.Contender) Contender {
+	return Contender{
+		Node: c.Node, Sequence: c.Sequence, Token: c.Token, Holder: c.Holder, Reader: c.Reader,
+		Owner: c.Owner.Name, Host: c.Owner.Host, PID: c.Owner.PID, Value: c.Owner.Value, Since: c.Owner.Since,
+	}
+}
+
+func leaderOf(path string, l zklock.Leader) LeaderResponse {
+	return LeaderResponse{
+		Path: path, Node: l.Node, Value: l.Value, Token: l.Token,
+		Owner: l.Owner.Name, Host: l.Owner.Host, PID: l.Owner.PID,
+	}
+}

@@ -1,0 +1,153 @@
+package lockservice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/zklock/zklock"
+)
+
+// readBound bounds a status or leader read; the library bounds it by the
+// session timeout as well.
+const readBound = 10 * time.Second
+
+// release answers POST /v1/lock/release: it ends the caller's holding id,
+// within one ZooKeeper round trip (the loss bound, 0.8 T, at worst).
+func (s *Service) release(w http.ResponseWriter, r *http.Request, caller string) {
+	var req ReleaseRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	h := s.lookup(caller, req.ID)
+	if h == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no holding %q of this caller (released, lost, or never granted)", req.ID))
+		return
+	}
+	h.askRelease()
+	select {
+	case <-h.ended:
+	case <-r.Context().Done():
+		return
+	}
+	if h.endErr != nil {
+		writeError(w, http.StatusConflict, "lost", "the lock was lost before the release: "+reason(h.endErr))
+		return
+	}
+	writeJSON(w, http.StatusOK, ReleaseResponse{ID: h.id, Released: true})
+}
+
+// pathQuery reads the path query parameter; false after answering.
+func (s *Service) pathQuery(w http.ResponseWriter, r *http.Request) (string, bool) {
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		writeError(w, http.StatusBadRequest, "bad_request", "missing the path query parameter (?path=/locks/name)")
+		return "", false
+	}
+	return p, s.checkPath(w, p)
+}
+
+// status answers GET /v1/lock/status?path=P: the queue, holders first.
+func (s *Service) status(w http.ResponseWriter, r *http.Request, _ string) {
+	p, ok := s.pathQuery(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readBound)
+	defer cancel()
+	cs, err := s.c.Contenders(ctx, p)
+	if err != nil {
+		s.readFailed(w, err)
+		return
+	}
+	out := StatusResponse{Path: p, Contenders: []Contender{}}
+	for _, c := range cs {
+		out.Contenders = append(out.Contenders, contenderOf(c))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// leader answers GET /v1/election/leader?path=P: 200 naming the leader, 404
+// when nobody leads.
+func (s *Service) leader(w http.ResponseWriter, r *http.Request, _ string) {
+	p, ok := s.pathQuery(w, r)
+	if !ok {
+		return
+	}
+	e, err := s.c.NewElection(p)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_path", err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readBound)
+	defer cancel()
+	l, err := e.Leader(ctx)
+	if errors.Is(err, zklock.ErrNoLeader) {
+		writeError(w, http.StatusNotFound, "no_leader", err.Error())
+		return
+	}
+	if err != nil {
+		s.readFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, leaderOf(p, l))
+}
+
+// watch answers GET /v1/election/watch?path=P with server-sent events: an
+// event "leader" with the leader now, then one at every change (an empty
+// node while nobody leads), until the caller leaves.
+func (s *Service) watch(w http.ResponseWriter, r *http.Request, _ string) {
+	p, ok := s.pathQuery(w, r)
+	if !ok {
+		return
+	}
+	e, err := s.c.NewElection(p)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_path", err.Error())
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	for l := range e.Observe(ctx) {
+		b, _ := json.Marshal(leaderOf(p, l))
+		_ = rc.SetWriteDeadline(time.Now().Add(writeBound))
+		if _, err := fmt.Fprintf(w, "event: leader\ndata: %s\n\n", b); err != nil || rc.Flush() != nil {
+			cancel() // Observe closes its channel once ctx has ended
+		}
+	}
+}
+
+// health answers GET /healthz: 200 while the session is in contact with
+// ZooKeeper, 503 otherwise.
+func (s *Service) health(w http.ResponseWriter, _ *http.Request, _ string) {
+	st := s.c.State()
+	code := http.StatusOK
+	switch st {
+	case zklock.StateConnected, zklock.StateReconnected:
+	default:
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, HealthResponse{Session: st.String()})
+}
+
+// readFailed answers a failed read.
+func (s *Service) readFailed(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, zklock.ErrUnreachable), errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusServiceUnavailable, "unreachable", err.Error())
+	case errors.Is(err, zklock.ErrInvalidPath):
+		writeError(w, http.StatusBadRequest, "bad_path", err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, "failed", err.Error())
+	}
+}
