@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/lockservice"
+)
+
+var serveCmd = &command{
+	name:    "serve",
+	summary: "serve locks and elections over HTTP/JSON to programs in any language",
+	usage: `Usage: zklock serve [flags]
+
+Serve answers an HTTP/JSON API (docs/serve.md, docs/openapi.json) over one
+ZooKeeper session: acquire a mutex, a read/write lock or a semaphore (waiting
+with a timeout, or trying), release it, campaign in an election, read or
+watch the leader, read a lock's queue.
+
+A caller holds a lock for as long as its acquire request stays open: the
+answer is a stream of JSON lines, "granted" with the fencing token first,
+then "released" or "lost" (with the reason) at the end. Closing the request
+releases the lock; a caller that is killed releases it as its connection
+closes, and one whose host or network is gone within 20s (TCP keep-alive,
+on --listen), or as soon as a write to it fails. A lost lock is written to
+its stream before the service grants the path to another of its callers.
+
+It listens on 127.0.0.1:7070 by default, or on a Unix socket (--unix).
+Anywhere but loopback it needs --token-file: callers then send
+"Authorization: Bearer <token>". Paths outside --prefix are refused, and
+each caller (each token's name) holds or waits for at most --max-holds locks.
+
+The first line on stdout is "listening on http://ADDR" (or "unix:PATH").
+SIGINT or SIGTERM releases every lock, ends every stream and exits 0.
+
+Exit status:
+
+	0      stopped by SIGINT or SIGTERM
+	1      cannot listen on the address or socket
+	2      usage error (a non-loopback --listen without --token-file, say)
+	69     ZooKeeper could not be reached within --connect-timeout
+`,
+	flags: func(fs *flag.FlagSet) {
+		addConnFlags(fs)
+		fs.String("listen", "127.0.0.1:7070", "listen on this TCP `address`; other than loopback needs --token-file")
+		fs.String("unix", "", "listen on a Unix socket at this `path` instead (created with mode 600)")
+		fs.String("token-file", "", "`file` of bearer tokens callers must send, one a line: 'name token' (or just the token); mode 600")
+		fs.String("prefix", "/", "refuse lock and election paths outside this `path`")
+		fs.Int("max-holds", lockservice.DefaultMaxHolds, "most locks one caller (one token's name) may hold or wait for at once (`N`)")
+		fs.Duration("session-timeout", zklock.DefaultSessionTimeout, "ZooKeeper session timeout (a `duration`): how long the locks outlive this process")
+		fs.Bool("verbose", false, "log session events to stderr")
+	},
+	run: runServe,
+}
+
+func runServe(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
+	if len(pos) > 0 {
+		return usageError(stderr, "serve", "serve takes no arguments")
+	}
+	conn := connFlagsOf(fs)
+	cfg := lockservice.Config{Prefix: flagValue[string](fs, "prefix"), MaxHolds: flagValue[int](fs, "max-holds")}
+	if msg := conn.check(); msg != "" {
+		return usageError(stderr, "serve", "%s", msg)
+	}
+	if msg := badPath(cfg.Prefix); cfg.Prefix != "/" && msg != "" {
+		return usageError(stderr, "serve", "--prefix: %s", msg)
+	}
+	if cfg.MaxHolds < 1 {
+		return usageError(stderr, "serve", "--max-holds must be at least 1")
+	}
+	if f := flagValue[string](fs, "token-file"); f != "" {
+		var msg string
+		if cfg.Tokens, msg = readTokens(f); msg != "" {
+			return usageError(stderr, "serve", "%s", msg)
+		}
+	}
+	ln, code := serveListen(fs, len(cfg.Tokens) > 0, stderr)
+	if ln == nil {
+		return code
+	}
+	defer ln.Close()
+
+	opts := []zklock.Option{zklock.WithSessionTimeout(flagValue[time.Duration](fs, "session-timeout"))}
+	if flagValue[bool](fs, "verbose") {
+		l := slog.New(slog.NewTextHandler(stderr, nil))
+		opts = append(opts, zklock.WithLogger(l))
+		cfg.Logger = l
+	}
+	client, err := conn.connect(context.Background(), opts...)
+	if err != nil {
+		return fail(stderr, conn.connectExit(err), "%s", conn.unreachable(err))
+	}
+	defer closeClient(client)
+	svc, err := lockservice.New(client, cfg)
+	if err != nil {
+		return usageError(stderr, "serve", "%v", err)
+	}
+	return serveUntilSignal(ln, svc, stdout, stderr)
+}
+
+// serveListen opens the listener the flags ask for; nil and the exit code
+// after reporting why not.
+func serveListen(fs *flag.FlagSet, tokens bool, stderr io.Writer) (net.Listener, int) {
+	if path := flagValue[string](fs, "unix"); path != "" {
+		old := syscall.Umask(0o077)
+		ln, err := net.Listen("unix", path)
+		syscall.Umask(old)
+		if err != nil {
+			return nil, fail(stderr, exitFailure, "cannot listen on %s: %v; remove a stale socket, or choose another --unix path", path, err)
+		}
+		return ln, exitOK
+	}
+	addr := flagValue[string](fs, "listen")
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageError(stderr, "serve", "--listen %q: %v", addr, err)
+	}
+	if ip := net.ParseIP(host); !tokens && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, usageError(stderr, "serve", "--listen %s is not a loopback address: give --token-file so that strangers are refused", addr)
+	}
+	lc := net.ListenConfig{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 5 * time.Second, Count: 3}}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, fail(stderr, exitFailure, "cannot listen on %s: %v; choose another --listen address", addr, err)
+	}
+	return ln, exitOK
+}
+
+// serveUntilSignal serves on ln until SIGINT or SIGTERM, then ends every
+// stream (releasing its lock) and stops, within about 5s.
+func serveUntilSignal(ln net.Listener, svc *lockservice.Service, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if ln.Addr().Network() == "unix" {
+		fmt.Fprintf(stdout, "listening on unix:%s\n", ln.Addr())
+	} else {
+		fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	}
+	code := exitOK
+	select {
+	case <-sigs:
+	case err := <-served:
+		code = fail(stderr, exitFailure, "serving stopped: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = svc.Close(ctx)
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		_ = srv.Close()
+	}
+	return code
+}
+
+// readTokens reads a token file: "name token" or "token" per line, blank
+// lines and # comments skipped. It returns a usage message on failure.
+func readTokens(name string) (map[string]string, string) {
+	if msg := privateFile("--token-file", name); msg != "" {
+		return nil, msg
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Sprintf("--token-file: %v", err)
+	}
+	defer f.Close()
+	tokens := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		fields := strings.Fields(sc.Text())
+		switch {
+		case len(fields) == 0 || strings.HasPrefix(fields[0], "#"):
+		case len(fields) == 1:
+			tokens[fields[0]] = fmt.Sprintf("token%d", n)
+		case len(fields) == 2:
+			tokens[fields[1]] = fields[0]
+		default:
+			return nil, fmt.Sprintf("--token-file %s line %d: want 'name token' or 'token'", name, n)
+		}
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Sprintf("--token-file %s holds no token", name)
+	}
+	return tokens, ""
+}
