@@ -56,6 +56,9 @@ Ctrl-C reaches it), and zklock takes the terminal back after it.
 --value V campaigns in an election on the path (the same lock, shared with
 Curator's LeaderSelector) and publishes V, an address say, with its owner
 record while the command runs: 'zklock leader <path>' shows who leads and V.
+With --http ADDR as well, zklock serves GET /leader on ADDR (200 only while
+it leads, else 503 with a JSON body naming the leader) and GET /healthz, for
+a load balancer or a readiness probe.
 
 With --revocable, a request to release ('zklock break --ask', Curator's
 Revoker) stops the command the same way (SIGTERM, then SIGKILL after
@@ -121,6 +124,7 @@ Examples:
 		fs.Duration("once-per", 0, "run the command at most once per `period` of ZooKeeper's clock, whichever host starts it first (a crontab line on every host): others exit 80 at once, naming the run")
 		fs.Duration("max-hold", 0, "hold the lock at most this `duration`: then stop the command (SIGTERM, SIGKILL after --grace), release, and exit 79; 0 for no limit")
 		fs.Bool("revocable", false, "stop the command (SIGTERM, SIGKILL after --grace) and release when asked to ('zklock break --ask', Curator's Revoker)")
+		fs.String("http", "", "with --value: serve /leader (200 only while this process leads, else 503 naming the leader) and /healthz on this `address` (:8081, say)")
 		fs.Var(&pathList{}, "and", "also take the lock at this `path` (repeatable): all paths are taken together, as one lease")
 	},
 	parse: parseExecArgs,
@@ -181,6 +185,8 @@ type execOpts struct {
 	maxHold    time.Duration  // --max-hold: the hold limit, 0 for none
 	oncePer    time.Duration  // --once-per: the job's period, 0 for none
 	jobRun     *zklock.JobRun // the run --once-per started, ended by finish
+	httpAt     string         // --http: serve leadership for probes here
+	probe      *execProbe     // its server: exec_probe.go
 }
 
 func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
@@ -194,6 +200,10 @@ func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	}
 	defer signal.Stop(sigs)
 
+	if code := o.listenProbe(stderr); code != exitOK {
+		return code
+	}
+	defer o.stopProbe()
 	client, lease, code := o.acquire(sigs, stderr)
 	if client == nil {
 		return code
@@ -222,6 +232,7 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		value:   flagValue[string](fset, "value"),
 		maxHold: flagValue[time.Duration](fset, "max-hold"),
 		oncePer: flagValue[time.Duration](fset, "once-per"),
+		httpAt:  flagValue[string](fset, "http"),
 	}
 	fset.Visit(func(f *flag.Flag) { o.permitsSet = o.permitsSet || f.Name == "semaphore" })
 	if len(pos) > 0 {
@@ -267,6 +278,8 @@ func (o *execOpts) check() string {
 		return "--semaphore must be at least 1 (leave it out for an exclusive lock)"
 	case o.value != "" && (kinds > 0 || len(o.paths) > 1 || o.try):
 		return "--value campaigns for one path as an exclusive lock: it excludes --read, --write, --semaphore, --and and --try"
+	case o.httpAt != "" && o.value == "":
+		return "--http serves an election's leadership: use it with --value"
 	case kinds > 0 && len(o.paths) > 1:
 		return "--read, --write and --semaphore take one lock path; paths added with --and are exclusive locks"
 	case o.oncePer != 0 && (kinds > 0 || len(o.paths) > 1 || o.value != ""):

@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/leaderprobe"
 )
 
 var errTimedOut = errors.New("--timeout expired")
@@ -122,7 +123,7 @@ func (o *execOpts) primitive(c *zklock.Client) (zklock.Locker, error) {
 		if err != nil {
 			return nil, err
 		}
-		return campaign{e, o.value}, nil
+		return campaign{e, o.value, o.startProbe(e)}, nil
 	case len(o.paths) > 1:
 		return asLocker(c.NewMultiLock(o.paths...))
 	}
@@ -144,12 +145,16 @@ func asLocker[L zklock.Locker](l L, err error) (zklock.Locker, error) {
 type campaign struct {
 	e     *zklock.Election
 	value string
+	probe *leaderprobe.Probe // --http, or nil
 }
 
 func (c campaign) Acquire(ctx context.Context) (*zklock.Lease, error) {
 	ld, err := c.e.Campaign(ctx, c.value)
 	if err != nil {
 		return nil, err
+	}
+	if c.probe != nil {
+		c.probe.Lead(ld)
 	}
 	return ld.Lease(), nil
 }
