@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// httpAddrOf waits for the line naming where p serves (prefix, then the
+// address up to the line's end, or to the next "/") and returns it.
+func httpAddrOf(t *testing.T, file, prefix string) string {
+	t.Helper()
+	var addr string
+	eventually(t, prefix+" in "+file, func() bool {
+		b, _ := os.ReadFile(file)
+		_, rest, ok := strings.Cut(string(b), prefix)
+		if !ok || !strings.Contains(rest, "\n") {
+			return false
+		}
+		addr, _, _ = strings.Cut(strings.SplitN(rest, "\n", 2)[0], "/")
+		return true
+	})
+	return addr
+}
+
+func getJSON(t *testing.T, url string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var v map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
+	return resp.StatusCode, v
+}
+
+// TestServe runs 'zklock serve': a lock held over its stream, and SIGTERM
+// ends the stream with "released" and exits 0.
+func TestServe(t *testing.T) {
+	code, _, stderr := runZK(t, 10*time.Second, "serve", "--listen", "0.0.0.0:0")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "not a loopback address: give --token-file")
+
+	p := start(t, "serve", "--listen", "127.0.0.1:0", "--prefix", "/zklock-cmd-test")
+	addr := httpAddrOf(t, p.stdout, "listening on http://")
+	code, body := getJSON(t, "http://"+addr+"/healthz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "connected", body["session"])
+
+	path := lockPath(t)
+	resp, err := http.Post("http://"+addr+"/v1/lock/acquire", "application/json", strings.NewReader(`{"path":"`+path+`"}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	lines := bufio.NewScanner(resp.Body)
+	require.True(t, lines.Scan())
+	require.Contains(t, lines.Text(), `"event":"granted"`)
+	waitQueue(t, connect(t), path, 1)
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.True(t, lines.Scan())
+	require.Contains(t, lines.Text(), `"event":"released","id"`)
+	require.Contains(t, lines.Text(), "the service is stopping")
+	require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.errText())
+	waitQueue(t, connect(t), path, 0)
+}
+
+// TestExecHTTP: exec --value --http serves /leader: 200 in the leader, 503
+// naming it in a follower, and 200 in the follower once it leads.
+func TestExecHTTP(t *testing.T) {
+	code, _, stderr := runZK(t, 10*time.Second, "exec", "--http", "127.0.0.1:0", "/a", "--", "true")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "use it with --value")
+
+	path := lockPath(t)
+	c := connect(t)
+	leader := start(t, "exec", "--value", "10.0.0.1:80", "--http", "127.0.0.1:0", path, "--", "sleep", "60")
+	la := httpAddrOf(t, leader.stderr, "on http://")
+	waitQueue(t, c, path, 1)
+	eventually(t, "the leader's probe says 200", func() bool {
+		code, _ := getJSON(t, "http://"+la+"/leader")
+		return code == http.StatusOK
+	})
+	follower := start(t, "exec", "--value", "10.0.0.2:80", "--http", "127.0.0.1:0", path, "--", "sleep", "60")
+	fa := httpAddrOf(t, follower.stderr, "on http://")
+	waitQueue(t, c, path, 2)
+	eventually(t, "the follower's probe names the leader", func() bool {
+		code, body := getJSON(t, "http://"+fa+"/leader")
+		ld, _ := body["leader"].(map[string]any)
+		return code == http.StatusServiceUnavailable && ld != nil && ld["value"] == "10.0.0.1:80"
+	})
+	code, _ = getJSON(t, "http://"+fa+"/healthz")
+	require.Equal(t, http.StatusOK, code)
+
+	require.NoError(t, leader.cmd.Process.Signal(syscall.SIGTERM)) // passed on to sleep; exec releases
+	leader.wait(t, 20*time.Second)
+	eventually(t, "the follower's probe says 200", func() bool {
+		code, body := getJSON(t, "http://"+fa+"/leader")
+		ld, _ := body["leader"].(map[string]any)
+		return code == http.StatusOK && ld != nil && ld["value"] == "10.0.0.2:80"
+	})
+}
