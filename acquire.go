@@ -195,3 +195,24 @@ func opError(op, path string) func(*Lease, error) (*Lease, error) {
 		return l, nil
 	}
 }
+
+// startTrace begins a's trace, if the client traces, and records its
+// context in the node's owner record.
+func (c *Client) startTrace(ctx context.Context, a *ask) {
+	if c.opts.tracer == nil || a.policy.brief() {
+		return
+	}
+	a.trace = c.opts.tracer.StartAcquire(ctx, a.style.Kind, a.path)
+	a.owner.Trace = a.trace.Context()
+}
+
+// endTrace ends a's trace with the acquisition's outcome.
+func (a *ask) endTrace(l *Lease, err error) {
+	switch {
+	case a.trace == nil:
+	case err != nil:
+		a.trace.Failed(err)
+	default:
+		l.traceHold(a.trace.Granted(l.Node(), l.q.knownToken()))
+	}
+}

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/conformance"
+	"github.com/zklock/zklock/zklocktest/conformance"
 	"github.com/zklock/zklock/zktest"
 )
 

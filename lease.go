@@ -27,8 +27,8 @@ type Lease struct {
 	// reentry, on a ReentrantMutex's lease, counts Release against its hold
 	// (reentrant.go); set once, before the lease is returned.
 	reentry *reentrantHold
-	ext     LeaseBackend // a lease kept outside ZooKeeper (NewLease, external.go); q has no client then
-	since   time.Time    // granted
+	ext     interface{ Release(context.Context) error } // a holding kept outside ZooKeeper, by a test double; q has no client then
+	since   time.Time                                   // granted
 
 	presumed    chan struct{} // closed when the connection dropped and there is no wire clock
 	presumeOnce sync.Once

@@ -203,3 +203,32 @@ func (l *Lease) holdLimit() (<-chan time.Time, func() bool) {
 	t := time.NewTimer(d - time.Since(l.since))
 	return t.C, t.Stop
 }
+
+// stampGrant writes the lease's record back marked Held, so that waiters
+// can read the grant on the server's clock; only with a hold limit. A
+// record someone changed since the create (a request to release) is left:
+// that holder is then never broken.
+func (l *Lease) stampGrant() {
+	q := l.q
+	if l.c.opts.maxHold <= 0 || q.brief || l.parts != nil {
+		return
+	}
+	rec := q.owner
+	rec.Held = true
+	data := rec.marshal()
+	l.c.inBackground(func() {
+		_, _ = l.c.conn.Set(q.full(), data, 0)
+	})
+}
+
+// traceHold gives the lease its hold span; a lease that ended already (lost
+// between the grant and now) ends the span at once.
+func (l *Lease) traceHold(h HoldSpan) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state == leaseEnded {
+		h.Ended(l.err)
+		return
+	}
+	l.hold = h
+}

@@ -315,3 +315,13 @@ func WithBreakOverdue() Option {
 		return nil
 	}
 }
+
+// WithTracer has every acquisition and lease of the client traced by t
+// (none by default). A semaphore's turnstile, held only for a moment, is
+// not traced.
+func WithTracer(t Tracer) Option {
+	return func(o *options) error {
+		o.tracer = t
+		return nil
+	}
+}

@@ -78,23 +78,6 @@ func (q *queueNode) breakOverdue(ctx context.Context, pred string, version int32
 	return fmt.Errorf("zklock: breaking %s past its hold limit: %w", pred, err)
 }
 
-// stampGrant writes the lease's record back marked Held, so that waiters
-// can read the grant on the server's clock; only with a hold limit. A
-// record someone changed since the create (a request to release) is left:
-// that holder is then never broken.
-func (l *Lease) stampGrant() {
-	q := l.q
-	if l.c.opts.maxHold <= 0 || q.brief || l.parts != nil {
-		return
-	}
-	rec := q.owner
-	rec.Held = true
-	data := rec.marshal()
-	l.c.inBackground(func() {
-		_, _ = l.c.conn.Set(q.full(), data, 0)
-	})
-}
-
 // watchOverdue, for a waiter that may break overdue holders and whose turn
 // comes when pred goes, breaks pred now if it is overdue, or returns a timer
 // for when it will be (the wait then looks again). Where the server's time

@@ -384,3 +384,15 @@ func (q *queueNode) fetchInBackground() {
 		}
 	}()
 }
+
+// knownToken is the fencing token if known without a request: off the
+// create's reply, or from the own-node read if it has finished; else 0.
+func (q *queueNode) knownToken() int64 {
+	if q.createZxid != 0 {
+		return q.createZxid
+	}
+	if isDone(q.fetched) && q.fetchErr == nil {
+		return q.czxid
+	}
+	return 0
+}

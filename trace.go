@@ -26,9 +26,9 @@ type AcquireSpan interface {
 	// WaitingFor reports the trace context recorded in the node it now
 	// waits for (a holder, or a waiter ahead), once per node waited for.
 	WaitingFor(traceparent string)
-	// Granted ends the acquisition with the lease and its fencing token (0
-	// when not known yet) and begins the hold.
-	Granted(l *Lease, token int64) HoldSpan
+	// Granted ends the acquisition with the lease's node and its fencing
+	// token (0 when not known yet) and begins the hold.
+	Granted(node string, token int64) HoldSpan
 	// Failed ends an acquisition that returned err.
 	Failed(err error)
 }
@@ -38,69 +38,4 @@ type HoldSpan interface {
 	// Ended reports the lease's end: ErrReleased, ErrClosed, ErrHoldLimit,
 	// or an error matching ErrLockLost.
 	Ended(why error)
-}
-
-// WithTracer has every acquisition and lease of the client traced by t
-// (none by default). A semaphore's turnstile, held only for a moment, is
-// not traced.
-func WithTracer(t Tracer) Option {
-	return func(o *options) error {
-		o.tracer = t
-		return nil
-	}
-}
-
-// startTrace begins a's trace, if the client traces, and records its
-// context in the node's owner record.
-func (c *Client) startTrace(ctx context.Context, a *ask) {
-	if c.opts.tracer == nil || a.policy.brief() {
-		return
-	}
-	a.trace = c.opts.tracer.StartAcquire(ctx, a.style.Kind, a.path)
-	a.owner.Trace = a.trace.Context()
-}
-
-// endTrace ends a's trace with the acquisition's outcome.
-func (a *ask) endTrace(l *Lease, err error) {
-	switch {
-	case a.trace == nil:
-	case err != nil:
-		a.trace.Failed(err)
-	default:
-		l.traceHold(a.trace.Granted(l, l.q.knownToken()))
-	}
-}
-
-// traceHold gives the lease its hold span; a lease that ended already (lost
-// between the grant and now) ends the span at once.
-func (l *Lease) traceHold(h HoldSpan) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.state == leaseEnded {
-		h.Ended(l.err)
-		return
-	}
-	l.hold = h
-}
-
-// waitingFor tells q's trace whom q waits for, from that node's data.
-func (q *queueNode) waitingFor(data []byte) {
-	if q.trace == nil {
-		return
-	}
-	if o, ok := parseOwner(data); ok && o.Trace != "" {
-		q.trace.WaitingFor(o.Trace)
-	}
-}
-
-// knownToken is the fencing token if known without a request: off the
-// create's reply, or from the own-node read if it has finished; else 0.
-func (q *queueNode) knownToken() int64 {
-	if q.createZxid != 0 {
-		return q.createZxid
-	}
-	if isDone(q.fetched) && q.fetchErr == nil {
-		return q.czxid
-	}
-	return 0
 }

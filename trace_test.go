@@ -44,7 +44,7 @@ func (s *recSpan) WaitingFor(tp string) {
 	s.waitedFor = append(s.waitedFor, tp)
 	s.t.mu.Unlock()
 }
-func (s *recSpan) Granted(_ *zklock.Lease, token int64) zklock.HoldSpan {
+func (s *recSpan) Granted(_ string, token int64) zklock.HoldSpan {
 	s.t.mu.Lock()
 	s.granted, s.token = true, token
 	s.t.mu.Unlock()

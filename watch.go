@@ -330,3 +330,13 @@ func (q *queueNode) goneReason() error {
 	}
 	return errNodeDeleted
 }
+
+// waitingFor tells q's trace whom q waits for, from that node's data.
+func (q *queueNode) waitingFor(data []byte) {
+	if q.trace == nil {
+		return
+	}
+	if o, ok := parseOwner(data); ok && o.Trace != "" {
+		q.trace.WaitingFor(o.Trace)
+	}
+}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/conformance"
 	"github.com/zklock/zklock/zklocktest"
+	"github.com/zklock/zklock/zklocktest/conformance"
 )
 
 // fakeClient adapts a zklocktest Client to the suite.

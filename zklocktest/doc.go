@@ -16,7 +16,7 @@
 // # What it models
 //
 // Each behaviour below is checked by one conformance suite that runs both
-// against this package and against real ZooKeeper (internal/conformance):
+// against this package and against real ZooKeeper (zklocktest/conformance):
 //
 //   - Acquire waits its turn, first come first served across all clients of
 //     a Server; a ctx deadline is the timeout, and the error matches

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/lockservice"
+	"github.com/zklock/zklock/cmd/zklock/internal/lockservice"
 )
 
 var serveCmd = &command{

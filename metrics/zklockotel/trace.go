@@ -67,14 +67,11 @@ func (a *acquireSpan) WaitingFor(traceparent string) {
 	}
 }
 
-func (a *acquireSpan) Granted(l *zklock.Lease, token int64) zklock.HoldSpan {
+func (a *acquireSpan) Granted(node string, token int64) zklock.HoldSpan {
 	a.span.SetAttributes(attribute.String("zklock.outcome", "granted"), attribute.Int64("zklock.token", token))
 	a.span.End()
-	attrs := []attribute.KeyValue{attribute.Int64("zklock.token", token)}
-	if l != nil {
-		attrs = append(attrs, attribute.String("zklock.node", l.Node()))
-	}
-	_, hold := a.t.Start(a.parent, "zklock.hold", trace.WithAttributes(attrs...),
+	_, hold := a.t.Start(a.parent, "zklock.hold", trace.WithAttributes(
+		attribute.Int64("zklock.token", token), attribute.String("zklock.node", node)),
 		trace.WithLinks(trace.Link{SpanContext: a.span.SpanContext()}))
 	return holdSpan{hold}
 }

@@ -36,13 +36,13 @@ func TestTracerSpans(t *testing.T) {
 	holder.Queued(1)
 	recorded := holder.Context() // what the holder's node carries
 	require.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-01$`, recorded)
-	held := holder.Granted(nil, 7)
+	held := holder.Granted("/locks/a/_c_0123-lock-0000000007", 7)
 
 	waiter := tr.StartAcquire(context.Background(), zklock.KindMutex, "/locks/a")
 	waiter.Queued(2)
 	waiter.WaitingFor(recorded)
 	held.Ended(zklock.ErrReleased)
-	waiter.Granted(nil, 9).Ended(errors.Join(zklock.ErrLockLost, errors.New("connection to ZooKeeper lost")))
+	waiter.Granted("/locks/a/_c_4567-lock-0000000009", 9).Ended(errors.Join(zklock.ErrLockLost, errors.New("connection to ZooKeeper lost")))
 	failed := tr.StartAcquire(context.Background(), zklock.KindMutex, "/locks/a")
 	failed.Failed(zklock.ErrLocked)
 	caller.End()
@@ -63,6 +63,7 @@ func TestTracerSpans(t *testing.T) {
 	require.Equal(t, "granted", attr(w, "zklock.outcome").AsString())
 	require.Equal(t, "locked", attr(f, "zklock.outcome").AsString())
 	require.Equal(t, int64(7), attr(holds[0], "zklock.token").AsInt64())
+	require.Equal(t, "/locks/a/_c_0123-lock-0000000007", attr(holds[0], "zklock.node").AsString())
 	require.Equal(t, caller.SpanContext().SpanID(), holds[0].Parent().SpanID(), "the hold is the caller's child")
 	require.Equal(t, "released", attr(holds[0], "zklock.end").AsString())
 	require.Equal(t, "connection_lost", attr(holds[1], "zklock.end").AsString())

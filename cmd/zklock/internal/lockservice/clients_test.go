@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/zklock/zklock/internal/lockservice"
+	"github.com/zklock/zklock/cmd/zklock/internal/lockservice"
 )
 
 // killBound is the stated release time for a caller whose process ends: its
@@ -161,4 +161,39 @@ func TestPythonCallers(t *testing.T) {
 	require.Equal(t, 200, code, string(body))
 	<-callers[2].done
 	require.Equal(t, 0, callers[2].cmd.ProcessState.ExitCode())
+}
+
+// TestPythonCallerKilledWhileWaiting: a caller killed (SIGKILL) in the
+// middle of its acquire request, while it waits behind a holder, leaves no
+// queue node: its wait ends with the connection, and the caller after it is
+// next in line.
+func TestPythonCallerKilledWhileWaiting(t *testing.T) {
+	s := serve(t, lockservice.Config{Tokens: map[string]string{"py-token": "python"}})
+	p := lockPath(t)
+	holder := startPython(t, s, p)
+	waitQueue(t, s.client, p, 1)
+	first := waitLine(t, holder.out, 1)
+	require.Equal(t, "granted", first.Event)
+	doomed := startPython(t, s, p)
+	waitQueue(t, s.client, p, 2)
+	next := startPython(t, s, p)
+	waitQueue(t, s.client, p, 3)
+
+	require.NoError(t, doomed.cmd.Process.Signal(syscall.SIGKILL))
+	killed := time.Now()
+	<-doomed.done
+	cs := waitQueue(t, s.client, p, 2) // the killed waiter's node is gone
+	require.Less(t, time.Since(killed), killBound)
+	require.Equal(t, first.Node, cs[0].Node)
+
+	_, err := io.WriteString(holder.stdin, "release\n")
+	require.NoError(t, err)
+	<-holder.done
+	granted := waitLine(t, next.out, 1)
+	require.Equal(t, "granted", granted.Event)
+	require.Greater(t, granted.Token, first.Token)
+	require.NoError(t, next.stdin.Close())
+	code, body := s.call(t, "POST", "/v1/lock/release", lockservice.ReleaseRequest{ID: granted.ID})
+	require.Equal(t, 200, code, string(body))
+	<-next.done
 }

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/lockservice"
+	"github.com/zklock/zklock/cmd/zklock/internal/lockservice"
 	"github.com/zklock/zklock/zktest"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/zklock/zklock/internal/lockservice"
+	"github.com/zklock/zklock/cmd/zklock/internal/lockservice"
 	"github.com/zklock/zklock/zktest"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/zklock/zklock/internal/lockservice"
+	"github.com/zklock/zklock/cmd/zklock/internal/lockservice"
 )
 
 type apiSchema struct {
