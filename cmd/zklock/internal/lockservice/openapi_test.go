@@ -57,7 +57,7 @@ var (
 func openAPI(t *testing.T) *apiDoc {
 	t.Helper()
 	specOnce.Do(func() {
-		b, err := os.ReadFile("../../docs/openapi.json")
+		b, err := os.ReadFile("../../../../docs/openapi.json")
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(b, &spec))
 	})
