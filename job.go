@@ -133,7 +133,7 @@ func (j *Job) begin(ctx context.Context, l *Lease) (Run, error) {
 		return last, err
 	}
 	slot := now / j.period.Milliseconds()
-	if last.Slot == slot && !(j.retryFailed && last.Outcome != "succeeded") {
+	if j.covers(last, slot) && !(j.retryFailed && last.Outcome != "succeeded") {
 		return last, ErrRanThisPeriod
 	}
 	run := Run{Slot: slot, Period: j.period, Owner: l.q.owner, Start: time.UnixMilli(now), Outcome: "running"}
@@ -281,4 +281,19 @@ func encodeRun(run Run, period time.Duration) []byte {
 func (j *Job) LastRun(ctx context.Context) (Run, error) {
 	run, _, _, err := j.read(ctx)
 	return run, err
+}
+
+// covers reports a recorded run made in slot or later: a record from a
+// later slot than the server's clock now gives (a leader whose clock ran
+// ahead, or stepped back since) must not let the earlier slot run, which
+// would run the later one twice. A run recorded under another period is
+// compared by its start.
+func (j *Job) covers(last Run, slot int64) bool {
+	switch {
+	case last.Outcome == "":
+		return false
+	case last.Period == j.period:
+		return last.Slot >= slot
+	}
+	return last.Start.UnixMilli() >= slot*j.period.Milliseconds()
 }

@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -186,4 +187,27 @@ func TestNewJobRefusesASubMillisecondPeriod(t *testing.T) {
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
 	_, err = c.NewJob("relative", time.Hour)
 	require.ErrorIs(t, err, zklock.ErrInvalidPath)
+}
+
+// A record from a later slot than the server's clock now gives (a leader
+// whose clock ran ahead, or stepped back since) counts as this period's run:
+// running the earlier slot would run the later one twice.
+func TestJobRecordAheadOfTheClockIsNotRunAgain(t *testing.T) {
+	const period = time.Hour
+	p := lockPath(t)
+	obs := observer(t)
+	c := connect(t)
+	j, err := c.NewJob(p, period)
+	require.NoError(t, err)
+	require.NoError(t, zklock.EnsureParents(ctxTimeout(t, 5*time.Second), c, p))
+	now := serverNow(t, obs, p+".clock")
+	slot := now.UnixMilli() / period.Milliseconds()
+	rec, err := json.Marshal(map[string]any{"slot": slot + 1, "periodMs": period.Milliseconds(),
+		"owner": map[string]any{"client": "ahead"}, "start": now.UnixMilli() + period.Milliseconds(), "outcome": "succeeded"})
+	require.NoError(t, err)
+	_, err = obs.Create(p+".run", rec, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	run, err := j.Run(ctxTimeout(t, 10*time.Second), func(context.Context) error { t.Error("ran a slot before the recorded one"); return nil })
+	require.ErrorIs(t, err, zklock.ErrRanThisPeriod)
+	require.Equal(t, slot+1, run.Slot)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -59,6 +60,9 @@ func (q *queueNode) overdueIn(ctx context.Context, data []byte, stat *zk.Stat) (
 		q.clock = serverClock{base: own.Ctime, local: time.Now()}
 	}
 	grace := time.Duration(float64(q.c.grantedTimeout()) * overdueGrace)
+	if o.MaxHold > math.MaxInt64-grace {
+		return 0, false, nil // "no limit" spelled as a huge one: never overdue
+	}
 	deadline := time.UnixMilli(stat.Mtime).Add(o.MaxHold + grace)
 	return deadline.Sub(q.clock.now()), true, nil
 }
@@ -80,8 +84,8 @@ func (q *queueNode) breakOverdue(ctx context.Context, pred string, version int32
 
 // watchOverdue, for a waiter that may break overdue holders and whose turn
 // comes when pred goes, breaks pred now if it is overdue, or returns a timer
-// for when it will be (the wait then looks again). Where the server's time
-// cannot be bounded (a failed read), it never breaks.
+// for when it will be (the wait then looks again). A failed read or delete
+// is tried again a quarter of the session timeout later.
 func (q *queueNode) watchOverdue(ctx context.Context, pred string, last bool, data []byte, stat *zk.Stat) (<-chan time.Time, func() bool) {
 	none := func() bool { return false }
 	if !q.c.opts.breakOverdue || !last {
@@ -89,13 +93,17 @@ func (q *queueNode) watchOverdue(ctx context.Context, pred string, last bool, da
 	}
 	in, limited, err := q.overdueIn(ctx, data, stat)
 	switch {
-	case err != nil, !limited:
-		return nil, none // no bound on the server's time: never break
+	case err != nil:
+		in = q.c.grantedTimeout() / 4 // no bound on the server's time yet: look again later
+	case !limited:
+		return nil, none
 	case in <= 0:
-		if err := q.breakOverdue(ctx, pred, stat.Version); err != nil {
-			q.c.log.Warn("zklock: could not break a holder past its hold limit", "node", pred, "err", err)
+		err := q.breakOverdue(ctx, pred, stat.Version)
+		if err == nil {
+			return nil, none // its deletion wakes the wait
 		}
-		return nil, none // its deletion wakes the wait
+		q.c.log.Warn("zklock: could not break a holder past its hold limit; trying again", "node", pred, "err", err)
+		in = q.c.grantedTimeout() / 4
 	}
 	t := time.NewTimer(in)
 	return t.C, t.Stop

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +83,54 @@ func TestRunningHolderEndsItselfBeforeBeingBroken(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Release(context.Background())
 	require.ErrorIs(t, h.Err(), zklock.ErrHoldLimit, "the holder ended itself; nobody deleted its node")
+}
+
+// "No limit" spelled as the largest limit must not wrap around to a
+// deadline in the past: the running holder is never broken.
+func TestHugeMaxHoldIsNeverOverdue(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	holder := connect(t, zklock.WithMaxHold(time.Duration(math.MaxInt64)))
+	waiter := connect(t, zklock.WithBreakOverdue())
+	h, err := mustMutex(t, holder, p).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	eventually(t, "the grant stamp lands", func() bool {
+		data, _, err := obs.Get(h.Node())
+		return err == nil && strings.Contains(string(data), `"held":true`)
+	})
+	_, err = mustMutex(t, waiter, p).Acquire(ctxTimeout(t, 2*time.Second))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, h.Err(), "the holder was not broken")
+}
+
+// A break the server refuses (the lock path's ACL without delete, for a
+// moment) is tried again: once deletes are allowed, the overdue holder goes.
+func TestOverdueBreakIsTriedAgain(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	p := lockPath(t)
+	obs := observer(t)
+	c := connect(t, zklock.WithBreakOverdue())
+	node, stat := pausedHolder(t, c, p, limit)
+	acl, _, err := obs.GetACL(p)
+	require.NoError(t, err)
+	_, err = obs.SetACL(p, zk.WorldACL(zk.PermCreate|zk.PermRead|zk.PermWrite|zk.PermAdmin), -1)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		l, err := mustMutex(t, c, p).Acquire(ctxTimeout(t, 20*time.Second))
+		if err == nil {
+			_ = l.Release(context.Background())
+		}
+		done <- err
+	}()
+	earliest := time.UnixMilli(stat.Mtime).Add(limit + testSession/2)
+	for serverNow(t, obs, p+".clock").Before(earliest.Add(time.Second)) {
+		time.Sleep(100 * time.Millisecond) // the server's clock passes the bound: the first break is refused
+	}
+	_, err = obs.SetACL(p, acl, -1)
+	require.NoError(t, err)
+	require.NoError(t, <-done, "the break was tried again")
+	ok, _, err := obs.Exists(node)
+	require.NoError(t, err)
+	require.False(t, ok)
 }

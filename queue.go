@@ -54,8 +54,9 @@ type queueNode struct {
 	// server's order on one connection (see ownWatchProves).
 	ownEpoch uint64
 	// proof is what a grant by hand-off rested on (see holdIfProven).
-	proof handOffProof
-	trace AcquireSpan // the acquisition's trace, nil unless the client traces
+	proof     handOffProof
+	trace     AcquireSpan // the acquisition's trace, nil unless the client traces
+	waitedFor string      // the last trace context reported to it
 	// clock bounds the server's time from below, once a waiter needed it
 	// to break a holder past its limit (overdue.go).
 	clock serverClock

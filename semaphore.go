@@ -150,6 +150,11 @@ func (s *Semaphore) acquire(ctx context.Context, k int, try bool) (*Lease, error
 	return l, err
 }
 
+// errPermitsSplit: a later permit of an AcquireN could not hold at once
+// (someone came in between after the turnstile was lost); all were given
+// back, to be taken again through the turnstile.
+var errPermitsSplit = errors.New("zklock: permits split")
+
 // acquireOrdered takes the turnstile, then k leases (takePermits), and lets
 // the turnstile go. A lease may only be queued by the turnstile's holder: one queued
 // without it (after an expiry, say) would land behind leases created later,
@@ -188,6 +193,8 @@ func (s *Semaphore) acquireOrdered(ctx context.Context, k int, try bool) (*Lease
 		switch {
 		case err == nil:
 			return l, nil // granted: among the first N
+		case errors.Is(err, errPermitsSplit) && ctx.Err() == nil:
+			continue // the permits given back: through the turnstile again
 		case !gone, !s.c.opts.requeue:
 			return nil, err
 		case ctx.Err() != nil:
@@ -211,9 +218,17 @@ func (s *Semaphore) acquireOrdered(ctx context.Context, k int, try bool) (*Lease
 func (s *Semaphore) takePermits(ctx context.Context, k int, try bool) (*Lease, error) {
 	parts := make([]*Lease, 0, k)
 	for i := range k {
-		a := s.c.exclusive(ctx, s.leasesPath(), try)
+		// Only the first permit waits. Once it holds there is room for all
+		// k, so the others hold at once unless someone came in between
+		// (the turnstile lost meanwhile): waiting then could close a cycle
+		// with that other caller's first permit, so all are given back and
+		// taken again through the turnstile.
+		a := s.c.exclusive(ctx, s.leasesPath(), try || i > 0)
 		a.style, a.rule, a.policy = lockpath.SemaphoreLease, lockpath.SlotsTurn(s.n-k+1+i), policySlot
 		l, err := s.c.acquire(ctx, a)
+		if i > 0 && !try && errors.Is(err, ErrLocked) {
+			err = fmt.Errorf("%w (%s): another caller came in between the permits", errPermitsSplit, s.path)
+		}
 		if err != nil {
 			return nil, errors.Join(err, releaseAll(ctx, s.c, parts))
 		}

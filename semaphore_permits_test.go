@@ -165,3 +165,36 @@ func TestSemaphoreAcquireNCost(t *testing.T) {
 		assert.Equal(t, cost{writes: 2 + 2*int64(k), reads: 3 + 2*int64(k), events: int64(k)}, spent, "k=%d", k)
 	}
 }
+
+// Two AcquireN(2) on N=2 whose first permits queue apart, the first caller's
+// turnstile lost meanwhile (deleted by hand), so the second's first permit
+// lands between the first's two: the first gives its permits back rather
+// than wait behind a caller that waits for it, and both are served.
+func TestAcquireNGivesBackWhenSomeoneCameInBetween(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	leases, turnstile := p+"/leases", p+"/locks"
+	h, err := semOn(t, p, 2).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	a := make(chan acquired, 1)
+	go func() { l, err := semOn(t, p, 2).AcquireN(ctxTimeout(t, 20*time.Second), 2); a <- acquired{l, err} }()
+	waitChildren(t, obs, leases, 2)
+	ts := waitChildren(t, obs, turnstile, 1)
+	require.NoError(t, obs.Delete(turnstile+"/"+ts[0], -1)) // A's turnstile goes
+	b := make(chan acquired, 1)
+	go func() { l, err := semOn(t, p, 2).AcquireN(ctxTimeout(t, 20*time.Second), 2); b <- acquired{l, err} }()
+	waitChildren(t, obs, leases, 3) // h, A's first, B's first
+	require.NoError(t, h.Release(context.Background()))
+	for range 2 {
+		var r acquired
+		select {
+		case r = <-a:
+		case r = <-b:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("a wait cycle: leases %v", lockChildren(t, obs, leases))
+		}
+		require.NoError(t, r.err)
+		require.Len(t, r.l.Parts(), 2)
+		require.NoError(t, r.l.Release(context.Background()))
+	}
+}

@@ -34,7 +34,7 @@ func (o *op) downgrade(ctx context.Context, rw *zklock.RWMutex) {
 	o.tt.returned(o.who+" downgrade", start+mono(3*time.Second), at, err)
 	switch {
 	case err == nil:
-	case errors.Is(err, zklock.ErrLockLost), errors.Is(err, zklock.ErrClosed):
+	case errors.Is(err, zklock.ErrLockLost), errors.Is(err, zklock.ErrHoldLimit), errors.Is(err, zklock.ErrClosed):
 		o.tt.counts.add("downgrade.lost")
 		return
 	case errors.Is(err, zklock.ErrUnreachable), errors.Is(err, context.DeadlineExceeded):

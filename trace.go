@@ -24,7 +24,7 @@ type AcquireSpan interface {
 	// own node included.
 	Queued(length int)
 	// WaitingFor reports the trace context recorded in the node it now
-	// waits for (a holder, or a waiter ahead), once per node waited for.
+	// waits for (a holder, or a waiter ahead), once for each such context.
 	WaitingFor(traceparent string)
 	// Granted ends the acquisition with the lease's node and its fencing
 	// token (0 when not known yet) and begins the hold.

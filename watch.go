@@ -336,7 +336,8 @@ func (q *queueNode) waitingFor(data []byte) {
 	if q.trace == nil {
 		return
 	}
-	if o, ok := parseOwner(data); ok && o.Trace != "" {
+	if o, ok := parseOwner(data); ok && o.Trace != "" && o.Trace != q.waitedFor {
+		q.waitedFor = o.Trace
 		q.trace.WaitingFor(o.Trace)
 	}
 }
