@@ -3,10 +3,8 @@ package zklocktest
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/zklock/zklock"
-	"github.com/zklock/zklock/internal/wire"
 )
 
 // Client is one process's view of a Server, as a zklock.Client is of
@@ -142,17 +140,5 @@ func ctxErr(ctx context.Context) error {
 	return fmt.Errorf("zklock: %w", ctx.Err())
 }
 
-// validatePath is zklock's rule for lock paths, on ZooKeeper's (shared).
-func validatePath(p string) error {
-	bad := func(why string) error { return fmt.Errorf("%w %q: %s", zklock.ErrInvalidPath, p, why) }
-	switch {
-	case p == "/":
-		return bad("the root cannot be a lock")
-	case p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/"):
-		return bad("/zookeeper is reserved for the server")
-	}
-	if why := wire.PathProblem(p, false); why != "" {
-		return bad(why)
-	}
-	return nil
-}
+// validatePath is zklock's own rule for lock paths.
+func validatePath(p string) error { return zklock.ValidatePath(p) }

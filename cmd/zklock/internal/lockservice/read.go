@@ -73,13 +73,8 @@ func (s *Service) status(w http.ResponseWriter, r *http.Request, _ string) {
 // leader answers GET /v1/election/leader?path=P: 200 naming the leader, 404
 // when nobody leads.
 func (s *Service) leader(w http.ResponseWriter, r *http.Request, _ string) {
-	p, ok := s.pathQuery(w, r)
+	p, e, ok := s.electionQuery(w, r)
 	if !ok {
-		return
-	}
-	e, err := s.c.NewElection(p)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_path", err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readBound)
@@ -100,13 +95,8 @@ func (s *Service) leader(w http.ResponseWriter, r *http.Request, _ string) {
 // event "leader" with the leader now, then one at every change (an empty
 // node while nobody leads), until the caller leaves.
 func (s *Service) watch(w http.ResponseWriter, r *http.Request, _ string) {
-	p, ok := s.pathQuery(w, r)
+	p, e, ok := s.electionQuery(w, r)
 	if !ok {
-		return
-	}
-	e, err := s.c.NewElection(p)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_path", err.Error())
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -150,4 +140,19 @@ func (s *Service) readFailed(w http.ResponseWriter, err error) {
 	default:
 		writeError(w, http.StatusInternalServerError, "failed", err.Error())
 	}
+}
+
+// electionQuery reads the path query and makes its election, or answers
+// the error and returns false.
+func (s *Service) electionQuery(w http.ResponseWriter, r *http.Request) (string, *zklock.Election, bool) {
+	p, ok := s.pathQuery(w, r)
+	if !ok {
+		return "", nil, false
+	}
+	e, err := s.c.NewElection(p)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_path", err.Error())
+		return "", nil, false
+	}
+	return p, e, true
 }
