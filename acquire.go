@@ -90,7 +90,7 @@ func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 	}
 	defer scope.end()
 	start := time.Now()
-	c.startTrace(ctx, &a)
+	a.startTrace(ctx, c.opts.tracer)
 	l, err := c.acquireQueued(ctx, a)
 	a.endTrace(l, err)
 	if !a.policy.brief() && !a.policy.reportsItself() {
@@ -196,13 +196,13 @@ func opError(op, path string) func(*Lease, error) (*Lease, error) {
 	}
 }
 
-// startTrace begins a's trace, if the client traces, and records its
+// startTrace begins a's trace, if the client traces (t), and records its
 // context in the node's owner record.
-func (c *Client) startTrace(ctx context.Context, a *ask) {
-	if c.opts.tracer == nil || a.policy.brief() {
+func (a *ask) startTrace(ctx context.Context, t Tracer) {
+	if t == nil || a.policy.brief() {
 		return
 	}
-	a.trace = c.opts.tracer.StartAcquire(ctx, a.style.Kind, a.path)
+	a.trace = t.StartAcquire(ctx, a.style.Kind, a.path)
 	a.owner.Trace = a.trace.Context()
 }
 

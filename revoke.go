@@ -101,7 +101,7 @@ func (c *Client) AskToRelease(ctx context.Context, node string) error {
 		return err
 	}
 	defer scope.end()
-	err = c.writeRevoke(ctx, node)
+	err = writeRevoke(ctx, c, node)
 	switch {
 	case err == nil:
 		return nil
@@ -116,7 +116,7 @@ func (c *Client) AskToRelease(ctx context.Context, node string) error {
 // writeRevoke writes the request into node: zklock's record marked Revoke,
 // or Curator's message into any other data. A record changed between the
 // read and the write (Proclaim, another request) is read again.
-func (c *Client) writeRevoke(ctx context.Context, node string) error {
+func writeRevoke(ctx context.Context, c *Client, node string) error {
 	for {
 		type got struct {
 			data []byte

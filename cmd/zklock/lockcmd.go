@@ -70,7 +70,7 @@ func runLock(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		return fail(stderr, cf.connectExit(err), "%s", cf.unreachable(err))
 	}
 	defer closeClient(client)
-	lease, code := lockAcquire(ctx, client, path, flagValue[string](fs, "owner"), timeout, stderr)
+	lease, code := lockAcquire(ctx, client, cf, path, flagValue[string](fs, "owner"), timeout, stderr)
 	if lease == nil {
 		return code
 	}
@@ -90,8 +90,8 @@ func runLock(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 }
 
 // lockAcquire waits for the lock within --timeout, or returns nil and the
-// exit code after saying why it could not.
-func lockAcquire(ctx context.Context, c *zklock.Client, path, owner string, timeout time.Duration, stderr io.Writer) (*zklock.Lease, int) {
+// exit code after saying why it could not, as exec does.
+func lockAcquire(ctx context.Context, c *zklock.Client, cf *connFlags, path, owner string, timeout time.Duration, stderr io.Writer) (*zklock.Lease, int) {
 	m, err := c.NewMutex(path)
 	if err != nil {
 		return nil, usageError(stderr, "lock", "%v", err)
@@ -105,12 +105,9 @@ func lockAcquire(ctx context.Context, c *zklock.Client, path, owner string, time
 	switch {
 	case err == nil:
 		return lease, exitOK
-	case errors.Is(err, zklock.ErrUnreachable):
-		return nil, fail(stderr, exitUnavailable, "lost contact with ZooKeeper while waiting for %s: %s", path, cause(err))
-	case errors.Is(context.Cause(ctx), errTimedOut):
-		return nil, fail(stderr, exitTimeout, "timed out after %v waiting for %s; see who holds it with 'zklock status %s'", timeout, path, path)
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), errTimedOut) && !errors.Is(err, zklock.ErrUnreachable):
 		return nil, fail(stderr, 130, "interrupted while waiting for %s", path)
 	}
-	return nil, fail(stderr, exitSoftware, "cannot acquire %s: %s", path, cause(err))
+	o := &execOpts{conn: cf, path: path, paths: []string{path}, timeout: timeout}
+	return nil, o.acquireFailed(acquired{client: c, err: err}, errors.Is(context.Cause(ctx), errTimedOut), stderr)
 }
