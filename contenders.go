@@ -98,7 +98,7 @@ func (c *Client) contenders(ctx context.Context, path string) ([]Contender, erro
 			return nil, fmt.Errorf("zklock: read %s/%s: %w", path, n.Name, err)
 		}
 		ct := Contender{Node: path + "/" + n.Name, Sequence: n.Seq, Token: r.stat.Czxid, Data: r.data, Reader: n.Shared, RevokeRequested: isRevokeRequest(r.data)}
-		ct.Owner, _ = parseOwner(r.data) // not ours: the raw data says what there is
+		ct.Owner, _ = readOwner(r.data, r.stat) // not ours: the raw data says what there is
 		out = append(out, ct)
 	}
 	for i := range out {

@@ -242,7 +242,7 @@ func (e *Election) noLeader(ctx context.Context, watch, pathGone bool) (leaderRe
 // leaderOf reads a leader's node.
 func leaderOf(node string, data []byte, stat *zk.Stat) Leader {
 	ld := Leader{Node: node, Token: stat.Czxid, Data: data}
-	if o, ok := parseOwner(data); ok {
+	if o, ok := readOwner(data, stat); ok {
 		ld.Owner, ld.Value = o, o.Value
 	} else if !isRevokeRequest(data) {
 		ld.Value = string(data) // Curator's participant id

@@ -2,7 +2,6 @@ package zklock
 
 import (
 	"context"
-	"time"
 )
 
 // SetHookBeforeLease runs fn between a grant and the making of its lease (a
@@ -80,7 +79,3 @@ func SetHookAfterCreate(fn func()) {
 	}
 	testHookAfterCreate.Store(&fn)
 }
-
-// SkewHostClock makes c read the host's clock d off, wherever zklock reads
-// it (the owner record's Since): a host whose clock is wrong.
-func SkewHostClock(c *Client, d time.Duration) { c.me.offset = d }

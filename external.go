@@ -57,7 +57,7 @@ func NewLease(b LeaseBackend, info LeaseInfo) (l *Lease, end func(cause error)) 
 	if b == nil || i < 0 || !strings.HasPrefix(info.Node, "/") || info.Token <= 0 {
 		panic("zklock: NewLease needs a backend, an absolute node path and a positive token")
 	}
-	q := &queueNode{path: info.Node[:i], name: info.Node[i+1:], seq: info.Sequence, createZxid: info.Token, brief: true}
+	q := &queueNode{path: info.Node[:i], name: info.Node[i+1:], node: info.Node, seq: info.Sequence, createZxid: info.Token, brief: true}
 	l = &Lease{q: q, ext: b, since: time.Now(), revoke: make(chan struct{}), done: make(chan struct{})}
 	return l, l.endExternal
 }

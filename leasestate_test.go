@@ -16,7 +16,7 @@ import (
 // talks to ZooKeeper only through removeNode.
 func newTestLease(t *testing.T) *Lease {
 	c := newClient(&zk.Conn{}, false, wire.New(wire.Config{}), defaultOptions())
-	q := &queueNode{c: c, path: "/a", name: "n", sess: newSession(0), fetched: make(chan struct{})}
+	q := &queueNode{c: c, path: "/a", name: "n", node: "/a/n", sess: newSession(0), fetched: make(chan struct{})}
 	q.removed.Store(true)
 	l := &Lease{c: c, q: q, presumed: make(chan struct{}), done: make(chan struct{})}
 	c.leases[l] = struct{}{}

@@ -54,6 +54,5 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
 
 // exclusive is a mutex's ask for the caller of ctx.
 func (c *Client) exclusive(ctx context.Context, path string, try bool) ask {
-	explicit, g := ownerID(ctx)
-	return ask{path: path, owner: c.me.record(explicit, g), try: try, style: lockpath.MutexStyle, rule: lockpath.MutexTurn, policy: policyLock}
+	return ask{path: path, owner: c.me.record(explicitOwner(ctx), 0), try: try, style: lockpath.MutexStyle, rule: lockpath.MutexTurn, policy: policyLock}
 }

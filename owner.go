@@ -11,19 +11,24 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Owner is the record a lock node carries, so a holder can be recognised (for
 // re-entry) and an operator can see who holds and who waits. It is small on
 // purpose: every contender writes one.
 type Owner struct {
-	Host      string    `json:"host,omitempty"`
-	PID       int       `json:"pid,omitempty"`
-	Client    string    `json:"client,omitempty"`    // the Client's random id
-	Goroutine int64     `json:"goroutine,omitempty"` // set when no explicit owner was named
-	Name      string    `json:"owner,omitempty"`     // the explicit owner named with ContextWithOwner
-	Value     string    `json:"value,omitempty"`     // what a leader publishes (Election.Campaign, Proclaim; RunSingleton's WithValue)
-	Since     time.Time `json:"since"`               // when the node was created (joined the queue)
+	Host      string `json:"host,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	Client    string `json:"client,omitempty"`    // the Client's random id
+	Goroutine int64  `json:"goroutine,omitempty"` // a reentrant lock's owning goroutine, when no explicit owner was named
+	Name      string `json:"owner,omitempty"`     // the explicit owner named with ContextWithOwner
+	Value     string `json:"value,omitempty"`     // what a leader publishes (Election.Campaign, Proclaim; RunSingleton's WithValue)
+	// Since is when the node was created (joined the queue), on the
+	// server's clock: readers fill it from the node's ctime. Records
+	// written before 0.9 carried the writer's clock here.
+	Since time.Time `json:"since,omitzero"`
 	// MaxHold is the client's hold limit (WithMaxHold), 0 for none: the
 	// holder ends its lease by itself that long after the grant.
 	MaxHold time.Duration `json:"maxHold,omitempty"`
@@ -41,53 +46,53 @@ type Owner struct {
 
 // marshal encodes o exactly as encoding/json does, without its reflection:
 // every Acquire writes one record, and json.Marshal was a visible part of an
-// Acquire's CPU.
+// Acquire's CPU. Each field is written with a trailing comma, and the last
+// comma becomes the closing brace.
 func (o Owner) marshal() []byte {
-	b := make([]byte, 0, 160)
+	b := make([]byte, 0, 96)
 	b = append(b, '{')
-	if o.Host != "" {
-		b = appendJSONString(append(b, `"host":`...), o.Host)
-		b = append(b, ',')
-	}
+	b = appendField(b, "host", o.Host)
 	if o.PID != 0 {
-		b = strconv.AppendInt(append(b, `"pid":`...), int64(o.PID), 10)
-		b = append(b, ',')
+		b = append(strconv.AppendInt(append(b, `"pid":`...), int64(o.PID), 10), ',')
 	}
-	if o.Client != "" {
-		b = appendJSONString(append(b, `"client":`...), o.Client)
-		b = append(b, ',')
-	}
+	b = appendField(b, "client", o.Client)
 	if o.Goroutine != 0 {
-		b = strconv.AppendInt(append(b, `"goroutine":`...), o.Goroutine, 10)
-		b = append(b, ',')
+		b = append(strconv.AppendInt(append(b, `"goroutine":`...), o.Goroutine, 10), ',')
 	}
-	if o.Name != "" {
-		b = appendJSONString(append(b, `"owner":`...), o.Name)
-		b = append(b, ',')
+	b = appendField(b, "owner", o.Name)
+	b = appendField(b, "value", o.Value)
+	if !o.Since.IsZero() {
+		since, err := o.Since.MarshalJSON()
+		if err != nil { // a year outside 0..9999: let encoding/json say what it does
+			out, _ := json.Marshal(o)
+			return out
+		}
+		b = append(append(append(b, `"since":`...), since...), ',')
 	}
-	if o.Value != "" {
-		b = appendJSONString(append(b, `"value":`...), o.Value)
-		b = append(b, ',')
-	}
-	since, err := o.Since.MarshalJSON()
-	if err != nil { // a year outside 0..9999: let encoding/json say what it does
-		out, _ := json.Marshal(o)
-		return out
-	}
-	b = append(append(b, `"since":`...), since...)
 	if o.MaxHold != 0 {
-		b = strconv.AppendInt(append(b, `,"maxHold":`...), int64(o.MaxHold), 10)
+		b = append(strconv.AppendInt(append(b, `"maxHold":`...), int64(o.MaxHold), 10), ',')
 	}
 	if o.Revoke {
-		b = append(b, `,"revoke":true`...)
+		b = append(b, `"revoke":true,`...)
 	}
 	if o.Held {
-		b = append(b, `,"held":true`...)
+		b = append(b, `"held":true,`...)
 	}
-	if o.Trace != "" {
-		b = appendJSONString(append(b, `,"trace":`...), o.Trace)
+	b = appendField(b, "trace", o.Trace)
+	if b[len(b)-1] == ',' {
+		b[len(b)-1] = '}'
+		return b
 	}
 	return append(b, '}')
+}
+
+// appendField appends `"key":"value",` when value is set.
+func appendField(b []byte, key, value string) []byte {
+	if value == "" {
+		return b
+	}
+	b = append(append(append(b, '"'), key...), `":`...)
+	return append(appendJSONString(b, value), ',')
 }
 
 // appendJSONString appends s as encoding/json quotes it: plain printable
@@ -116,6 +121,16 @@ func parseOwner(data []byte) (o Owner, ok bool) {
 	return o, true
 }
 
+// readOwner is parseOwner for a node read with its stat: a record without
+// a time of its own gets the node's creation time, on the server's clock.
+func readOwner(data []byte, stat *zk.Stat) (Owner, bool) {
+	o, ok := parseOwner(data)
+	if ok && o.Since.IsZero() && stat != nil {
+		o.Since = time.UnixMilli(stat.Ctime).UTC()
+	}
+	return o, ok
+}
+
 type ownerKey struct{}
 
 // ContextWithOwner returns a copy of ctx that names an explicit owner for
@@ -124,6 +139,12 @@ type ownerKey struct{}
 // in one goroutine can be released in another (a job handed to a pool).
 func ContextWithOwner(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, ownerKey{}, id)
+}
+
+// explicitOwner is the owner ctx names (ContextWithOwner), or "".
+func explicitOwner(ctx context.Context) string {
+	id, _ := ctx.Value(ownerKey{}).(string)
+	return id
 }
 
 // ownerID is the identity a reentrant lock keys its holds by: the explicit
@@ -160,7 +181,6 @@ type identity struct {
 	guids atomic.Uint64 // create attempts so far: the other half of a GUID
 
 	maxHold time.Duration // the hold limit every record publishes (WithMaxHold)
-	offset  time.Duration // added to the host's clock: tests skew it (export_test.go)
 }
 
 func newIdentity(maxHold time.Duration) *identity {
@@ -170,9 +190,12 @@ func newIdentity(maxHold time.Duration) *identity {
 	return &identity{id: hex.EncodeToString(id[:]), host: host, pid: os.Getpid(), maxHold: maxHold}
 }
 
-// record is the owner record of a node made for explicit (or the goroutine).
+// record is the owner record of a node made for explicit, or for the
+// goroutine a reentrant lock keys its holds by (0 for other locks: finding
+// a goroutine's number costs microseconds of stack walking, and only
+// re-entry needs it). The time comes from the node's ctime when read.
 func (me *identity) record(explicit string, goroutine int64) Owner {
-	return Owner{Host: me.host, PID: me.pid, Client: me.id, Goroutine: goroutine, Name: explicit, Since: time.Now().Add(me.offset).UTC(), MaxHold: me.maxHold}
+	return Owner{Host: me.host, PID: me.pid, Client: me.id, Goroutine: goroutine, Name: explicit, MaxHold: me.maxHold}
 }
 
 // newGUID names one create attempt: the client's random id and a counter,

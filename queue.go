@@ -28,6 +28,7 @@ type queueNode struct {
 	c     *Client
 	path  string // the lock path
 	name  string // the node's name under path
+	node  string // path + "/" + name, set with name (named)
 	guid  string
 	seq   int64
 	sess  *session
@@ -73,7 +74,12 @@ type handOffProof struct {
 	after       bool
 }
 
-func (q *queueNode) full() string { return q.path + "/" + q.name }
+func (q *queueNode) full() string { return q.node }
+
+// named records the node's full path and its name under the lock path.
+func (q *queueNode) named(full string) {
+	q.node, q.name = full, full[len(q.path)+1:]
+}
 
 // createdNode is a create's outcome: the node's name and its session.
 type createdNode struct {
@@ -95,7 +101,7 @@ func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode,
 	if err != nil {
 		return nil, nil, err
 	}
-	q.name = node.name[len(lockPath)+1:]
+	q.named(node.name)
 	q.seq, _ = lockpath.Seq(q.name)
 	q.createZxid = node.czxid
 	// The node belongs to the session the create ran in, which need not be

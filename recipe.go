@@ -25,6 +25,17 @@ func checkRecipe(path string, style lockpath.Style, children []string) error {
 	return nil
 }
 
+// readListing parses a listing of q's path once: its lock nodes in queue
+// order, or ErrIncompatible when a peer's node shares the path (checked on
+// every listing: a peer may come later).
+func (q *queueNode) readListing(children []string) ([]lockpath.Node, error) {
+	l := q.style.Read(children)
+	if l.Foreign != "" {
+		return nil, incompatible(q.path, l.Foreign, l.Recipe, q.style.Kind)
+	}
+	return l.Nodes, nil
+}
+
 func incompatible(path, node string, r lockpath.Recipe, kind string) error {
 	return fmt.Errorf("%w: %s holds %s, a node of %s, which would not see or order a zklock %s node; zklock primitive for this path: %s",
 		ErrIncompatible, path, node, r.What, kind, r.Share)

@@ -37,11 +37,12 @@ func (q *queueNode) waitTurn(ctx context.Context, rule lockpath.Rule, w watcher,
 		if children == nil {
 			children, err = w.list(ctx, q)
 		}
+		var nodes []lockpath.Node
 		if err == nil {
-			err = checkRecipe(q.path, q.style, children) // on every listing: a peer may come later
+			nodes, err = q.readListing(children)
 		}
 		if err == nil {
-			t := lockpath.ReadTurn(rule, children, q.name)
+			t := lockpath.TurnIn(rule, nodes, q.name)
 			children = nil
 			joined = joined || (before != nil && lockpath.JoinedAhead(before, t.Ahead))
 			before, t.Last = t.Ahead, t.Last && !joined

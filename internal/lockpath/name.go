@@ -175,8 +175,13 @@ func Sorted(children []string) []Node {
 			nodes = append(nodes, n)
 		}
 	}
-	slices.SortFunc(nodes, func(a, b Node) int { return cmp.Compare(a.Seq, b.Seq) })
+	sortBySeq(nodes)
 	return nodes
+}
+
+// sortBySeq puts nodes in queue order.
+func sortBySeq(nodes []Node) {
+	slices.SortFunc(nodes, func(a, b Node) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
 // Count returns how many of children are lock nodes.

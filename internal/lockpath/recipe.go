@@ -19,10 +19,15 @@ var (
 
 // recipeOf says whose a child of a lock path is.
 func recipeOf(name string) Recipe {
+	n, ok := Parse(name)
+	return recipeOfParsed(name, n, ok)
+}
+
+// recipeOfParsed is recipeOf for a name Parse has read already (n, ok).
+func recipeOfParsed(name string, n Node, ok bool) Recipe {
 	if name == Turnstile || name == Leases {
 		return layoutRecipe
 	}
-	n, ok := Parse(name)
 	if !ok {
 		return unknownRecipe
 	}
@@ -68,14 +73,36 @@ func (s Style) joins() []Recipe {
 // node named in style s must not share the path with, and whose it is; ok
 // is false when there is none.
 func (s Style) Foreign(children []string) (name string, r Recipe, ok bool) {
+	l := s.Read(children)
+	return l.Foreign, l.Recipe, l.Foreign != ""
+}
+
+// Listing is a lock path's children read once: its lock nodes in queue
+// order, and the first child that a node of the reading style must not
+// share the path with. A waiter reads one on every wake-up, so each name is
+// parsed once for both.
+type Listing struct {
+	Nodes   []Node
+	Foreign string // "" when every child may share the path
+	Recipe  Recipe // whose Foreign is
+}
+
+// Read reads a listing of a lock path for a node named in style s.
+func (s Style) Read(children []string) Listing {
 	joins := s.joins()
+	l := Listing{Nodes: make([]Node, 0, len(children))}
+	found := false
 	for _, name := range children {
-		r := recipeOf(name)
-		if !joinable(joins, r) {
-			return name, r, true
+		n, ok := Parse(name)
+		if ok {
+			l.Nodes = append(l.Nodes, n)
+		}
+		if r := recipeOfParsed(name, n, ok); !found && !joinable(joins, r) {
+			l.Foreign, l.Recipe, found = name, r, true
 		}
 	}
-	return "", Recipe{}, false
+	sortBySeq(l.Nodes)
+	return l
 }
 
 func joinable(ok []Recipe, r Recipe) bool {

@@ -113,7 +113,12 @@ func JoinedAhead(before, ahead []Node) bool {
 
 // ReadTurn applies rule to a listing for the node called name.
 func ReadTurn(rule Rule, children []string, name string) Turn {
-	nodes := Sorted(children)
+	return TurnIn(rule, Sorted(children), name)
+}
+
+// TurnIn applies rule to nodes, a listing in queue order (Listing.Nodes),
+// for the node called name.
+func TurnIn(rule Rule, nodes []Node, name string) Turn {
 	me := -1
 	for i, n := range nodes {
 		if n.Name == name {
