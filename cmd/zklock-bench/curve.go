@@ -55,19 +55,18 @@ type heapGrowth struct {
 }
 
 func measureCurve(ctx context.Context, cfg config, e *env) (*costCurve, error) {
-	queueLens, helds, waiters := []int{2, 8, 32, 128, 512}, []int{1, 10, 100, 1000, 10000}, 1000
+	queueLens, helds, waiters := []int{2, 8, 32, 128, 512, 2048, 5000}, []int{1, 10, 100, 1000, 10000}, 1000
 	if cfg.quick {
 		queueLens, helds, waiters = []int{2, 16}, []int{1, 100}, 50
 	}
 	var cc costCurve
 	for _, w := range queueLens {
 		for _, kind := range []string{kindZklock, kindZkLock} {
-			c, err := e.run(ctx, kind, workload{fmt.Sprintf("W=%d", w), w, 1}, cfg.duration)
+			p, err := e.queue(ctx, kind, w, cfg.duration)
 			if err != nil {
 				return nil, fmt.Errorf("queue curve, W=%d, %s: %w", w, kind, err)
 			}
-			cc.Queue = append(cc.Queue, queuePoint{W: w, Kind: kind, HandOff: 1000 / c.OpsPerS,
-				Reqs: c.Writes + c.Reads, Bytes: c.BytesIn + c.BytesOut, CPUus: c.CPUus})
+			cc.Queue = append(cc.Queue, p)
 		}
 	}
 	for _, k := range helds {
