@@ -10,7 +10,9 @@
 //
 // Workloads: A, one worker cycling acquire/release on its own path; B, W
 // workers on one path (W = 2, 8, 32, 128); D, P workers each on its own path
-// (P = 8, 64). Every worker has its own session, as separate processes would.
+// (P = 8, 64). The hand-off limit, 1 / the floor's commit time (one session's
+// sequential writes), is measured in each env and B W=2 compared with it. The
+// cost curve queues up to 5 000 sessions on one path (queuecurve.go). Every worker has its own session, as separate processes would.
 // Every kind runs each workload once per repetition, interleaved, and the
 // table shows medians. Request and watch counts come from the server's mntr.
 // Every contended run checks mutual exclusion, and the program fails if two
@@ -108,10 +110,12 @@ func bench(ctx context.Context, cfg config, out io.Writer) error {
 		proxy.SetDelay(cfg.latency)
 		envs = append(envs, &env{cluster: cluster, dial: []string{proxy.Addr()}, latency: cfg.latency})
 	}
-	cells, err := profiled(cfg, func() ([]cell, error) { return sweep(ctx, cfg, envs) })
+	var commits []commitSample
+	cells, err := profiled(cfg, func() ([]cell, error) { return sweep(ctx, cfg, envs, &commits) })
 	if err != nil {
 		return err
 	}
+	limits := handoffLimits(commits, median(cells))
 	var curve *costCurve
 	if cfg.curve {
 		if curve, err = measureCurve(ctx, cfg, direct); err != nil {
@@ -119,23 +123,14 @@ func bench(ctx context.Context, cfg config, out io.Writer) error {
 		}
 	}
 	if cfg.json {
-		return writeJSON(out, cells, curve)
+		return writeJSON(out, cells, limits, curve)
 	}
 	var report strings.Builder
 	if cfg.doc != "" {
 		out = io.MultiWriter(out, &report)
 	}
-	fmt.Fprintf(out, "zklock-bench: %d repetitions of %v each, medians; per-acquisition figures (writes, reads, watch events, CPU, allocations, bytes) are per cycle\n\n", cfg.reps, cfg.duration)
-	printTable(out, median(cells))
-	if curve != nil {
-		fmt.Fprintln(out)
-		curve.print(out)
-		if cfg.plot != "" {
-			if err := os.WriteFile(cfg.plot, curve.svg(), 0o644); err != nil {
-				return err
-			}
-			fmt.Fprintln(out, "\nplot written to", cfg.plot)
-		}
+	if err := writeText(out, cfg, cells, limits, curve); err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "\ntotal %v\n", time.Since(start).Round(time.Second))
 	if cfg.doc != "" {
@@ -144,14 +139,43 @@ func bench(ctx context.Context, cfg config, out io.Writer) error {
 	return nil
 }
 
+// writeText prints the table, the hand-off limits and the cost curve, and
+// writes the plot when asked.
+func writeText(out io.Writer, cfg config, cells []cell, limits []handoffLimit, curve *costCurve) error {
+	fmt.Fprintf(out, "zklock-bench: %d repetitions of %v each, medians; per-acquisition figures (writes, reads, watch events, CPU, allocations, bytes) are per cycle\n\n", cfg.reps, cfg.duration)
+	printTable(out, median(cells))
+	fmt.Fprintln(out)
+	for _, l := range limits {
+		fmt.Fprintln(out, l)
+	}
+	if curve == nil {
+		return nil
+	}
+	fmt.Fprintln(out)
+	curve.print(out)
+	if cfg.plot != "" {
+		if err := os.WriteFile(cfg.plot, curve.svg(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "\nplot written to", cfg.plot)
+	}
+	return nil
+}
+
 // sweep runs every workload for every kind in every env, cfg.reps times,
 // interleaved: each repetition visits every cell once, with the kinds in a
-// rotated order so no kind always runs first.
-func sweep(ctx context.Context, cfg config, envs []*env) ([]cell, error) {
+// rotated order so no kind always runs first. Each repetition also measures
+// every env's floor commit time (the hand-off limit) into commits.
+func sweep(ctx context.Context, cfg config, envs []*env, commits *[]commitSample) ([]cell, error) {
 	var cells []cell
 	kinds := strings.Split(cfg.kinds, ",")
 	for rep := range cfg.reps {
 		for _, e := range envs {
+			commit, err := e.commitTime(ctx, cfg.duration)
+			if err != nil {
+				return nil, fmt.Errorf("floor commit time, latency %v: %w", e.latency, err)
+			}
+			*commits = append(*commits, commitSample{e.latency.String(), commit})
 			for _, w := range workloads(cfg) {
 				for i := range kinds {
 					kind := kinds[(i+rep)%len(kinds)]
@@ -196,10 +220,19 @@ func profiled(cfg config, f func() ([]cell, error)) ([]cell, error) {
 	return cells, err
 }
 
-func writeJSON(out io.Writer, cells []cell, curve *costCurve) error {
+// writeJSON prints the median cells, then one {"handoff_limit": ...} per
+// latency, then the cost curve.
+func writeJSON(out io.Writer, cells []cell, limits []handoffLimit, curve *costCurve) error {
 	enc := json.NewEncoder(out)
 	for _, c := range median(cells) {
 		if err := enc.Encode(c); err != nil {
+			return err
+		}
+	}
+	for _, l := range limits {
+		if err := enc.Encode(struct {
+			L handoffLimit `json:"handoff_limit"`
+		}{l}); err != nil {
 			return err
 		}
 	}
