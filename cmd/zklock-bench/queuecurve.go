@@ -28,8 +28,8 @@ import (
 //     names and a 1.2 s window would hold too few;
 //   - the window closes without draining the queue (W more hand-offs): the
 //     waiters are cancelled, what is left of the queue is deleted from its
-//     tail in one transaction (so no waiter lists the long queue again), and
-//     the sessions close connBatch at a time.
+//     tail in one transaction (so no waiter lists the long queue again; see
+//     clearQueue), and the sessions close connBatch at a time.
 //
 // At W = 5 000 this takes about 25 s per kind, most of it the queue's build
 // (its listings), and go-zookeeper's buffers weigh about 3 MB per session
@@ -242,9 +242,13 @@ func (q *queueRun) halt(admin *zk.Conn) error {
 }
 
 // clearQueue deletes the nodes under path, the newest first, in one
-// transaction: a deletion wakes nobody who would list what is left.
+// transaction: a waiter woken by it lists only what is left. While more than
+// headKept are left, it spares the lowest headKept, where the hand-offs still
+// under way delete (a multi fails whole on a node already gone); those few
+// drain, and a last pass deletes the rest.
 func clearQueue(admin *zk.Conn, path string) error {
-	for range 100 {
+	const headKept = 64
+	for range 1000 {
 		names, _, err := admin.Children(path)
 		if errors.Is(err, zk.ErrNoNode) || err == nil && len(names) == 0 {
 			return nil
@@ -252,13 +256,19 @@ func clearQueue(admin *zk.Conn, path string) error {
 		if err != nil {
 			return err
 		}
+		names = tailFirst(names)
+		if len(names) > headKept {
+			names = names[:len(names)-headKept]
+		}
 		ops := make([]any, 0, len(names))
-		for _, n := range tailFirst(names) {
+		for _, n := range names {
 			ops = append(ops, &zk.DeleteRequest{Path: path + "/" + n, Version: -1})
 		}
 		if _, err = admin.Multi(ops...); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
-		} // ErrNoNode: a node left meanwhile; list again
+		} else if err != nil {
+			time.Sleep(10 * time.Millisecond) // a node left meanwhile; list again
+		}
 	}
 	return fmt.Errorf("%s: the queue does not empty", path)
 }
