@@ -30,8 +30,8 @@ var (
 func (q *queueNode) waitTurn(ctx context.Context, rule lockpath.Rule, w watcher, children []string, try bool) error {
 	c := q.c
 	r := c.retrier(ctx, q.sess)
-	var before []lockpath.Node // the nodes ahead at the last listing
-	joined := false            // a node joined ahead since a listing: list before holding
+	var before lockpath.Seen // the nodes ahead at the last listing
+	joined := false          // a node joined ahead since a listing: list before holding
 	for {
 		var err error
 		if children == nil {
@@ -44,8 +44,9 @@ func (q *queueNode) waitTurn(ctx context.Context, rule lockpath.Rule, w watcher,
 		if err == nil {
 			t := lockpath.TurnIn(rule, nodes, q.name)
 			children = nil
-			joined = joined || (before != nil && lockpath.JoinedAhead(before, t.Ahead))
-			before, t.Last = t.Ahead, t.Last && !joined
+			joined = joined || (before != nil && before.JoinedAhead(t.Ahead))
+			before, t.Last = lockpath.SeenOf(t.Ahead), t.Last && !joined
+			t.Ahead = nil // the wait keeps no listing alive
 			switch {
 			case !t.Present:
 				return q.goneReason()

@@ -93,7 +93,8 @@ func (e *env) client(ctx context.Context) (*zklock.Client, error) {
 }
 
 // held takes k leases on k paths with one client, then measures the process
-// at rest for a second and one more acquire/release cycle.
+// at rest (CPU per second over a 3-second window, after a second to settle)
+// and one more acquire/release cycle.
 func (e *env) held(ctx context.Context, k int) (heldPoint, error) {
 	c, err := e.client(ctx)
 	if err != nil {
@@ -107,9 +108,14 @@ func (e *env) held(ctx context.Context, k int) (heldPoint, error) {
 		return heldPoint{}, err
 	}
 	heap1, g1 := heapNow()
-	cpu0 := processCPU()
+	// At rest means after the acquisitions' tail (the last own-node reads,
+	// the sweep after heapNow's collection): settle, then measure longer
+	// than one keep-alive interval's jitter.
 	time.Sleep(time.Second)
-	idle := processCPU() - cpu0
+	const window = 3 * time.Second
+	cpu0 := processCPU()
+	time.Sleep(window)
+	idle := (processCPU() - cpu0) / time.Duration(window/time.Second)
 
 	m, err := c.NewMutex(base + "/extra")
 	if err != nil {

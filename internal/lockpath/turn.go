@@ -93,14 +93,48 @@ func mayJoinAhead(rule Rule, nodes []Node, me, b int) bool {
 	return false
 }
 
-// JoinedAhead reports that ahead holds a name that before, an earlier
-// listing's names ahead of the same waiter, did not: a node joined ahead.
+// Seen is what a waiter keeps, between listings, of the nodes that were
+// ahead of it: each one's number and a 64-bit FNV-1a hash of its name, in
+// queue order. Keeping the nodes themselves kept every name of the listing
+// alive for the whole wait, some hundred bytes per node ahead, in every
+// waiter; this keeps 16. Two names that differ yet agree on both are the
+// only way a join could go unseen: a chance of 2^-64 per node.
+type Seen []seenNode
+
+type seenNode struct {
+	seq  int64
+	hash uint64
+}
+
+// SeenOf records ahead, the nodes ahead of a waiter at a listing.
+func SeenOf(ahead []Node) Seen {
+	s := make(Seen, len(ahead))
+	for i, n := range ahead {
+		s[i] = seenNode{n.Seq, nameHash(n.Name)}
+	}
+	return s
+}
+
+// nameHash is FNV-1a (hash/fnv's New64a) without its allocations: every
+// wake-up hashes the names ahead.
+func nameHash(name string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// JoinedAhead reports that ahead holds a node that before, an earlier
+// listing's nodes ahead of the same waiter, did not: a node joined ahead.
 // Nodes only leave the part of a queue ahead of a waiter, in order, so ahead
 // must be a subsequence of before.
-func JoinedAhead(before, ahead []Node) bool {
+func (before Seen) JoinedAhead(ahead []Node) bool {
 	i := 0
 	for _, n := range ahead {
-		for i < len(before) && before[i].Name != n.Name {
+		want := seenNode{n.Seq, nameHash(n.Name)}
+		for i < len(before) && before[i] != want {
 			i++
 		}
 		if i == len(before) {

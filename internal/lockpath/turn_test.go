@@ -2,6 +2,7 @@ package lockpath
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"testing"
 
@@ -111,13 +112,13 @@ func TestPureAWriterThatMayDowngradeIsNeverTheLastNodeAhead(t *testing.T) {
 
 func TestPureJoinedAhead(t *testing.T) {
 	nodes := Sorted(lockNames(1, 2, 3, 4))
-	assert.False(t, JoinedAhead(nodes[:3], nodes[:3]))
-	assert.False(t, JoinedAhead(nodes[:3], []Node{nodes[0], nodes[2]}), "leaving is not joining")
-	assert.False(t, JoinedAhead(nodes[:3], nil))
+	assert.False(t, SeenOf(nodes[:3]).JoinedAhead(nodes[:3]))
+	assert.False(t, SeenOf(nodes[:3]).JoinedAhead([]Node{nodes[0], nodes[2]}), "leaving is not joining")
+	assert.False(t, SeenOf(nodes[:3]).JoinedAhead(nil))
 	stranger := Sorted(lockNames(2))[0]
 	stranger.Name = "_c_ffffffffffffffffffffffffffffffff-lock-0000000002"
-	assert.True(t, JoinedAhead(nodes[:3], []Node{nodes[0], stranger, nodes[2]}), "a new name ahead")
-	assert.True(t, JoinedAhead(nodes[1:3], nodes[:3]), "a node ahead of all of them")
+	assert.True(t, SeenOf(nodes[:3]).JoinedAhead([]Node{nodes[0], stranger, nodes[2]}), "a new name ahead")
+	assert.True(t, SeenOf(nodes[1:3]).JoinedAhead(nodes[:3]), "a node ahead of all of them")
 }
 
 // FuzzRWTurn: in any queue of readers and writers, the holders are either
@@ -167,4 +168,12 @@ func holdersOf(kinds []byte) []int {
 		}
 	}
 	return out
+}
+
+func TestPureNameHashIsFNV1a(t *testing.T) {
+	for _, name := range []string{"", "a", "_c_0123456789abcdef0123456789abcdef-lock-0000000001"} {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(name))
+		assert.Equal(t, h.Sum64(), nameHash(name), name)
+	}
 }
