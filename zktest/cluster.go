@@ -41,7 +41,8 @@ func (c *Cluster) SkipIfExternal(t testing.TB) {
 }
 
 // Addrs returns the client address ("127.0.0.1:port") of every server, in
-// order, including stopped ones; pass it to zk.Connect.
+// order (the voters, then any observers), including stopped ones; pass it to
+// zk.Connect.
 func (c *Cluster) Addrs() []string { return c.c.Addrs() }
 
 // Servers returns the servers in order; index i is server id i+1.

@@ -28,6 +28,19 @@ func WithEnsemble(n int) Option {
 	}
 }
 
+// WithObservers adds n observers to the ensemble (default 0): servers that
+// serve clients and forward their writes to the leader like followers, but
+// do not vote, so they add read capacity and client connections without
+// slowing commits. The cluster then has WithEnsemble's voting servers plus n
+// observers (peerType=observer); Addrs and Servers list the voters first,
+// then the observers (Server.Observer tells them apart), and their mntr
+// reports zk_server_state "observer". Observers need an ensemble of at
+// least 2 voters (WithEnsemble) and servers started here: with
+// ZKLOCK_TEST_SERVERS set, Start skips the test.
+func WithObservers(n int) Option {
+	return func(c *config) { c.Observers = max(n, 0) }
+}
+
 // WithClientPort makes the first server listen for clients on port (default:
 // a free port). For trying things out by hand; tests should keep free ports.
 func WithClientPort(port int) Option {

@@ -25,6 +25,9 @@ func (s *Server) Dir() string { return s.s.Dir() }
 // the server is external or not running.
 func (s *Server) PID() int { return s.s.PID() }
 
+// Observer reports whether the server is an observer (WithObservers).
+func (s *Server) Observer() bool { return s.s.Observer() }
+
 // Running reports whether the server process is alive. External servers are
 // always reported as running.
 func (s *Server) Running() bool { return s.s.Running() }

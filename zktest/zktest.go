@@ -68,6 +68,9 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		if cfg.TLS != nil {
 			t.Skipf("zktest: test needs a TLS server started here; %s is set", EnvServers)
 		}
+		if cfg.Observers > 0 {
+			t.Skipf("zktest: test needs observers started here; %s is set", EnvServers)
+		}
 		if cfg.MaxSessionTimeout > 0 {
 			t.Skipf("zktest: test needs a server with a maximum session timeout of %v started here; %s is set", cfg.MaxSessionTimeout, EnvServers)
 		}
@@ -98,6 +101,9 @@ func StartMain(opts ...Option) (*Cluster, func(), error) {
 	if ext := externalServers(); len(ext) > 0 {
 		if cfg.TLS != nil {
 			return nil, nil, fmt.Errorf("zktest: a TLS cluster needs servers started here; %s is set", EnvServers)
+		}
+		if cfg.Observers > 0 {
+			return nil, nil, fmt.Errorf("zktest: observers need servers started here; %s is set", EnvServers)
 		}
 		if cfg.MaxSessionTimeout > 0 {
 			return nil, nil, fmt.Errorf("zktest: a maximum session timeout needs servers started here; %s is set", EnvServers)

@@ -211,6 +211,34 @@ func TestEnsembleLeaderFailover(t *testing.T) {
 	require.True(t, ok)
 }
 
+// TestObserver starts 3 voters and 1 observer: the fourth server reports
+// observer mode, and a write sent through it is visible on a voter.
+func TestObserver(t *testing.T) {
+	c := zktest.Start(t, zktest.WithEnsemble(3), zktest.WithObservers(1))
+	require.Len(t, c.Addrs(), 4, "Addrs lists the observer too")
+	servers := c.Servers()
+	for i, s := range servers {
+		require.Equal(t, i == 3, s.Observer(), "server %d", i)
+	}
+	require.Equal(t, "observer", mntr(t, c, 3).State())
+	states := map[string]int{}
+	for i := range 3 {
+		states[mntr(t, c, i).State()]++
+	}
+	require.Equal(t, map[string]int{"leader": 1, "follower": 2}, states)
+
+	obs := zktest.Connect(t, []string{c.Addrs()[3]}, 10*time.Second)
+	_, err := obs.Create("/through-observer", []byte("o"), 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	voter := zktest.Connect(t, []string{c.Addrs()[0]}, 10*time.Second)
+	_, err = voter.Sync("/through-observer")
+	require.NoError(t, err)
+	data, _, err := voter.Get("/through-observer")
+	require.NoError(t, err)
+	require.Equal(t, "o", string(data))
+	require.NoError(t, c.WaitHealthy(ctxT(t, 10*time.Second)))
+}
+
 // TestProxyStallExpiresSession stalls a client's connection past its session
 // timeout: the server expires the session (its ephemeral goes), and the
 // client learns it once the stall ends.

@@ -40,7 +40,8 @@ func newLocal(inst *install, cfg Config, dirs []string) *Cluster {
 	for i, d := range dirs {
 		c.servers = append(c.servers, &Server{
 			c: c, index: i, id: i + 1, dir: d,
-			tail: newLogTail(400),
+			observer: i >= cfg.Ensemble,
+			tail:     newLogTail(400),
 		})
 	}
 	return c
@@ -151,7 +152,7 @@ func (c *Cluster) Shutdown() {
 func (c *Cluster) External() bool { return c.external }
 
 // Addrs returns the client address ("127.0.0.1:port") of every server, in
-// order, including stopped ones.
+// order (the voters, then the observers), including stopped ones.
 func (c *Cluster) Addrs() []string {
 	out := make([]string, len(c.servers))
 	for i, s := range c.servers {
@@ -215,7 +216,7 @@ func (e *exitedError) Error() string {
 }
 
 func (c *Cluster) checkHealthy(ctx context.Context, all bool) error {
-	serving, leaders := 0, 0
+	serving, voting, leaders := 0, 0, 0
 	for _, s := range c.servers {
 		if !s.Running() {
 			if all {
@@ -236,8 +237,12 @@ func (c *Cluster) checkHealthy(ctx context.Context, all bool) error {
 		switch mode {
 		case "leader", "standalone":
 			leaders++
+			voting++
 			serving++
-		case "follower", "observer":
+		case "follower":
+			voting++
+			serving++
+		case "observer":
 			serving++
 		default:
 			return fmt.Errorf("server %d (%s) is in mode %q", s.id, s.Addr(), mode)
@@ -250,11 +255,22 @@ func (c *Cluster) checkHealthy(ctx context.Context, all bool) error {
 		if leaders != 1 {
 			return fmt.Errorf("%d leaders among %d serving servers", leaders, serving)
 		}
-		if serving < len(c.servers)/2+1 {
-			return fmt.Errorf("only %d of %d servers serve: no quorum", serving, len(c.servers))
+		if voters := c.voters(); voting < voters/2+1 {
+			return fmt.Errorf("only %d of %d voting servers serve: no quorum", voting, voters)
 		}
 	}
 	return nil
+}
+
+// voters is how many servers vote (all but the observers).
+func (c *Cluster) voters() int {
+	n := 0
+	for _, s := range c.servers {
+		if !s.observer {
+			n++
+		}
+	}
+	return n
 }
 
 // logTails renders the last n lines of every local server's output.

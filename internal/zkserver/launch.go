@@ -41,8 +41,15 @@ func (s *Server) writeConfig() error {
 		b.WriteString("forceSync=no\n")
 	}
 	if len(s.c.servers) > 1 {
+		if s.observer {
+			b.WriteString("peerType=observer\n")
+		}
 		for _, o := range s.c.servers {
-			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", o.id, o.quorumPort, o.electionPort)
+			role := ""
+			if o.observer {
+				role = ":observer"
+			}
+			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d%s\n", o.id, o.quorumPort, o.electionPort, role)
 		}
 	}
 	if err := os.MkdirAll(s.dataDir(), 0o755); err != nil {

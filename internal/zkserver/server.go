@@ -17,6 +17,7 @@ type Server struct {
 	id       int // myid, index+1
 	addr     string
 	external bool
+	observer bool // a non-voting member (peerType=observer)
 
 	dir                                  string
 	clientPort, quorumPort, electionPort int
@@ -59,6 +60,10 @@ func (s *Server) PID() int {
 	}
 	return s.proc.cmd.Process.Pid
 }
+
+// Observer reports whether the server is an observer (Config.Observers):
+// it serves clients and forwards their writes but does not vote.
+func (s *Server) Observer() bool { return s.observer }
 
 // External reports whether someone else runs the server.
 func (s *Server) External() bool { return s.external }

@@ -46,6 +46,10 @@ var ErrExternal = errors.New("zktest: server is external (" + EnvServers + "); l
 type Config struct {
 	// Ensemble is how many servers form the quorum (1: a standalone server).
 	Ensemble int
+	// Observers is how many observers join the ensemble beside its voters:
+	// servers that serve clients and forward writes but do not vote. They
+	// come after the voters (ids Ensemble+1 ...) and need Ensemble >= 2.
+	Observers int
 	// Tick is ZooKeeper's tickTime. The session timeout a server grants is
 	// clamped to [2*Tick, MaxSessionTimeout]; initLimit (10) and syncLimit
 	// (5) count ticks.
@@ -84,7 +88,7 @@ func DefaultConfig() Config {
 	return Config{Ensemble: 1, Tick: 100 * time.Millisecond, StartTimeout: DefaultStartTimeout}
 }
 
-// Start starts cfg.Ensemble local servers, each in a directory of a fresh
+// Start starts cfg.Ensemble local servers (and cfg.Observers observers), each in a directory of a fresh
 // temporary one, and waits until all of them serve (and, for an ensemble,
 // agree on a leader). Without a local install it starts a standalone server
 // in Docker if an engine answers: that cluster is external (no lifecycle
@@ -92,6 +96,9 @@ func DefaultConfig() Config {
 // its data, or an error (which includes InstallHint when ZooKeeper is
 // missing).
 func Start(cfg Config) (*Cluster, func(), error) {
+	if cfg.Observers > 0 && cfg.Ensemble < 2 {
+		return nil, nil, fmt.Errorf("zktest: %d observer(s) need an ensemble of at least 2 voting servers, not %d", cfg.Observers, cfg.Ensemble)
+	}
 	inst, err := findInstall()
 	if err != nil {
 		return startDockerInstead(cfg, err)
@@ -100,7 +107,7 @@ func Start(cfg Config) (*Cluster, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	dirs := make([]string, cfg.Ensemble)
+	dirs := make([]string, cfg.Ensemble+cfg.Observers)
 	for i := range dirs {
 		dirs[i] = fmt.Sprintf("%s/zk%d", base, i+1)
 		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
