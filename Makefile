@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: test test-fast torture bench zk interop demo container
+.PHONY: test test-fast torture bench bench-scale zk interop demo container
 
 # -p 2: two packages' test binaries at a time. The root package (the
 # longest, with the one-minute torture) starts first and runs beside the
@@ -38,6 +38,16 @@ torture: zk
 BENCH_ARGS ?=
 bench: zk
 	$(GO) run ./cmd/zklock-bench -plot docs/cost-curve.svg -doc docs/performance.md $(BENCH_ARGS)
+
+# bench-scale measures zklock at ensemble scale (cmd/zklock-scale starts 3
+# voting servers and an observer with fsync on): 1000 sessions in 4 worker
+# processes on 10 000 Zipf-skewed paths, a 5-minute run of all primitives,
+# then 2 minutes each of mutexes only with zklock and with zk.Lock; it fails
+# on any broken exclusion. Not part of `make test`, which runs its quick
+# profile (TestQuickScale). SCALE_ARGS='-quick' or '-json' to change it.
+SCALE_ARGS ?=
+bench-scale: zk
+	$(GO) run ./cmd/zklock-scale -doc docs/performance.md $(SCALE_ARGS)
 
 # zk installs ZooKeeper and Java if they are missing.
 zk:
