@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zklock/zklock/internal/docmark"
 	"github.com/zklock/zklock/zktest"
 )
 
@@ -134,7 +135,7 @@ func bench(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "\ntotal %v\n", time.Since(start).Round(time.Second))
 	if cfg.doc != "" {
-		return writeDoc(cfg.doc, report.String())
+		return docmark.Write(cfg.doc, docProgram, report.String())
 	}
 	return nil
 }

@@ -23,6 +23,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/zklock/zklock/internal/docmark"
 )
 
 type config struct {
@@ -104,7 +106,7 @@ func report(cfg config, rs []result, out io.Writer, took time.Duration) error {
 		return err
 	}
 	if cfg.doc != "" {
-		return writeDoc(cfg.doc, text.String())
+		return docmark.Write(cfg.doc, docProgram, text.String())
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/zklock/zklock/internal/docmark"
 )
 
 // TestMain lets the test binary be a worker too: the coordinator re-executes
@@ -32,7 +34,8 @@ func TestMain(m *testing.M) {
 func TestQuickScale(t *testing.T) {
 	cfg := parseFlags([]string{"-quick"})
 	doc := filepath.Join(t.TempDir(), "performance.md")
-	require.NoError(t, os.WriteFile(doc, []byte("intro\n"+docBegin+"\nold\n"+docEnd+"\n"), 0o644))
+	begin, end := docmark.Markers(docProgram)
+	require.NoError(t, os.WriteFile(doc, []byte("intro\n"+begin+"\nold\n"+end+"\n"), 0o644))
 	cfg.doc = doc
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -78,15 +81,6 @@ func (l testLog) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = testLog{}
-
-func TestPureReplaceBetween(t *testing.T) {
-	doc := "intro\n" + docBegin + "\nold\n" + docEnd + "\noutro\n"
-	got, err := replaceBetween(doc, "\nnew\n")
-	require.NoError(t, err)
-	require.Equal(t, "intro\n"+docBegin+"\nnew\n"+docEnd+"\noutro\n", got)
-	_, err = replaceBetween("no markers", "x")
-	require.Error(t, err)
-}
 
 func TestPurePrimitives(t *testing.T) {
 	count := map[primitive]int{}
