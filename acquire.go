@@ -45,6 +45,10 @@ type ask struct {
 	rule   lockpath.Rule
 	policy policy
 	trace  AcquireSpan // nil unless the client traces (trace.go)
+	// watchListing: the listing sent behind the create sets a child watch,
+	// which stands in for the own-node watch if the node holds at once
+	// (listwatch.go).
+	watchListing bool
 }
 
 // policy is how the engine treats an ask's node beyond its turn rule: what
@@ -141,7 +145,7 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if err := q.wait(ctx, a, children); err != nil {
 		return nil, q.giveUp(err)
 	}
-	if c.opts.watchOwnNode && !a.policy.brief() {
+	if c.opts.watchOwnNode && !a.policy.brief() && !q.useListWatch() {
 		q.startFetch() // unless confirmHead read the node already
 	}
 	if hook := testHookBeforeLease.Load(); hook != nil {

@@ -33,6 +33,7 @@ type Client struct {
 	parents *parentMaker // parents.go's, under its own lock
 	cleaner *cleaner
 	clock   *lossClock
+	atOnce  *atOnce // which paths' last acquisitions held at once (listwatch.go)
 }
 
 func newClient(conn *zk.Conn, own bool, w *wire.Tap, o options) *Client {
@@ -48,6 +49,7 @@ func newClient(conn *zk.Conn, own bool, w *wire.Tap, o options) *Client {
 		connClosed: make(chan struct{}),
 		eventsEnd:  make(chan struct{}),
 		holds:      holdTable{byPath: make(map[string]map[string]*ownerHold)},
+		atOnce:     newAtOnce(),
 	}
 	c.cleaner = newCleaner(conn, o)
 	c.parents = &parentMaker{c: c}

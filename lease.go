@@ -34,6 +34,9 @@ type Lease struct {
 	presumeOnce sync.Once
 
 	revoke chan struct{} // closed when someone asks the holder to release (revoke.go), under mu
+	// dataWatch, for a lease watched through its listing (listwatch.go),
+	// asks its monitor for the own-node watch that hears revoke.
+	dataWatch *dataWatch
 
 	mu         sync.Mutex
 	state      leaseState
@@ -66,7 +69,7 @@ const (
 // with Done closed.
 func newLease(q *queueNode) *Lease {
 	c := q.c
-	l := &Lease{c: c, q: q, since: time.Now(), presumed: make(chan struct{}), revoke: make(chan struct{}), done: make(chan struct{})}
+	l := &Lease{c: c, q: q, since: time.Now(), presumed: make(chan struct{}), revoke: make(chan struct{}), done: make(chan struct{}), dataWatch: newDataWatch(q.listWatched)}
 	if !c.register(l) {
 		return nil
 	}

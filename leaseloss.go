@@ -31,6 +31,7 @@ func (l *Lease) monitor() {
 	var delay backoff          // between attempts to set the own-node watch again
 	limit, stopLimit := l.holdLimit()
 	defer stopLimit()
+	dataWanted := l.dataWatch.asked() // a listing-watched lease's RevokeRequested
 	for {
 		var lost error
 		select {
@@ -47,8 +48,17 @@ func (l *Lease) monitor() {
 		case ev := <-own:
 			own = nil
 			lost = l.ownNodeEvent(ev)
-			if lost == nil {
+			switch {
+			case lost != nil, rewatch != nil:
+			case ev.Type == zk.EventNodeChildrenChanged && !l.held():
+				again = time.After(listRecheck) // most likely the Release's own delete (listwatch.go)
+			default:
 				rewatch = l.watchOwnNode()
+			}
+		case <-dataWanted:
+			dataWanted = nil
+			if rewatch == nil && again == nil && q.listWatched {
+				rewatch = l.watchOwnNode() // replaces the listing's watch
 			}
 		case r := <-rewatch:
 			rewatch = nil
@@ -64,7 +74,12 @@ func (l *Lease) monitor() {
 				again = time.After(delay.next())
 			}
 		case <-again:
-			again, rewatch = nil, l.watchOwnNode()
+			again = nil
+			if q.listWatched && !l.held() {
+				again = time.After(listRecheck)
+				break
+			}
+			rewatch = l.watchOwnNode()
 		case <-sessLost:
 			sessLost, lost = nil, q.lossCheck()
 		case <-presumed:

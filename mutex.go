@@ -41,7 +41,7 @@ func (m *Mutex) Path() string { return m.path }
 // If the session expires while waiting, the caller re-queues at the back on
 // the new session, or fails with ErrSessionExpired (WithRequeueOnExpiry).
 func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) {
-	return opError("acquire", m.path)(m.c.acquire(ctx, m.c.exclusive(ctx, m.path, false)))
+	return opError("acquire", m.path)(m.acquire(ctx, false))
 }
 
 // TryAcquire takes the lock only if nobody holds it or waits ahead of the
@@ -49,7 +49,19 @@ func (m *Mutex) Acquire(ctx context.Context) (*Lease, error) {
 // waits for the lock, and not for ZooKeeper either beyond ctx or the session
 // timeout, whichever ends first: then its error matches ErrUnreachable.
 func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
-	return opError("try-acquire", m.path)(m.c.acquire(ctx, m.c.exclusive(ctx, m.path, true)))
+	return opError("try-acquire", m.path)(m.acquire(ctx, true))
+}
+
+// acquire queues for m, watching the first listing when the client's last
+// acquisition of the path held at once, and remembers whether this one did
+// (listwatch.go).
+func (m *Mutex) acquire(ctx context.Context, try bool) (*Lease, error) {
+	c := m.c
+	a := c.exclusive(ctx, m.path, try)
+	a.watchListing = c.wire != nil && c.opts.watchOwnNode && c.atOnce.expected(m.path)
+	l, err := c.acquire(ctx, a)
+	c.atOnce.record(m.path, l != nil && l.q.heldAtOnce)
+	return l, err
 }
 
 // exclusive is a mutex's ask for the caller of ctx.

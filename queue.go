@@ -36,6 +36,11 @@ type queueNode struct {
 	style lockpath.Style
 	brief bool // a semaphore's turnstile: not reported to Metrics
 
+	watchListing bool            // the first listing sets a child watch (listwatch.go)
+	listEv       <-chan zk.Event // that watch, when the first listing set it and showed q's node
+	heldAtOnce   bool            // q held by its first listing: no wait, no other listing
+	listWatched  bool            // listEv is the lease's own-node watch (useListWatch)
+
 	startOnce sync.Once     // one background read at most
 	fetchOnce sync.Once     // one outcome
 	fetched   chan struct{} // closed when the own-node read finished
@@ -96,7 +101,7 @@ type createdNode struct {
 // enqueue returns, or within the cleanup timeout in the background.
 func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode, []string, error) {
 	lockPath := a.path
-	q := &queueNode{c: c, path: lockPath, guid: c.me.newGUID(), sess: sess, owner: a.owner, style: a.style, brief: a.policy.brief(), trace: a.trace, fetched: make(chan struct{})}
+	q := &queueNode{c: c, path: lockPath, guid: c.me.newGUID(), sess: sess, owner: a.owner, style: a.style, brief: a.policy.brief(), trace: a.trace, watchListing: a.watchListing, fetched: make(chan struct{})}
 	node, listed, err := q.create(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -117,27 +122,28 @@ func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode,
 	if listed == nil {
 		return q, nil, nil
 	}
-	children, err := await(ctx, c, listed)
+	l, err := await(ctx, c, listed)
 	if classify(err) == errStop {
 		_ = q.abandon()
 		return nil, nil, err
 	}
-	if err != nil || !contains(children, q.name) {
-		children = nil // waitTurn lists again
+	if err != nil || !contains(l.children, q.name) {
+		return q, nil, nil // waitTurn lists again
 	}
-	return q, children, nil
+	q.listEv = l.ev
+	return q, l.children, nil
 }
 
 // create makes q's node, creating the lock path if needed and recovering a
 // create whose reply was lost. It returns the node's full path and session,
 // and the listing sent right behind the create, if any.
-func (q *queueNode) create(ctx context.Context) (createdNode, <-chan result[[]string], error) {
+func (q *queueNode) create(ctx context.Context) (createdNode, <-chan result[firstListing], error) {
 	c := q.c
 	prefix := q.path + "/" + q.style.Prefix(q.guid)
 	data := q.owner.marshal()
 	r := c.retrier(ctx, q.sess)
 	for {
-		created, listed := c.sendCreate(q.path, prefix, q.guid, data)
+		created, listed := c.sendCreate(q.path, prefix, q.guid, data, q.watchListing)
 		var res result[createdNode]
 		select {
 		case res = <-created:
@@ -186,7 +192,7 @@ func (q *queueNode) create(ctx context.Context) (createdNode, <-chan result[[]st
 // the listing right behind it: ZooKeeper runs one session's requests in
 // order, so the listing sees the new node, and both replies come back in one
 // round trip.
-func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte) (<-chan result[createdNode], <-chan result[[]string]) {
+func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte, watch bool) (<-chan result[createdNode], <-chan result[firstListing]) {
 	var sent *wire.Expectation
 	if c.wire != nil {
 		sent = c.wire.Expect(guid)
@@ -229,9 +235,13 @@ func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte) (<-chan 
 		c.wire.Forget(guid)
 	}
 	t.Stop()
-	listed := goCall(c, func() ([]string, error) {
-		ch, _, err := c.conn.Children(lockPath)
-		return ch, err
+	listed := goCall(c, func() (firstListing, error) {
+		if watch {
+			children, _, ev, err := c.conn.ChildrenW(lockPath)
+			return firstListing{children, ev}, err
+		}
+		children, _, err := c.conn.Children(lockPath)
+		return firstListing{children: children}, err
 	})
 	return created, listed
 }

@@ -42,9 +42,14 @@ func isRevokeRequest(data []byte) bool {
 // that honours such requests selects on it and releases. Contenders shows
 // the node with RevokeRequested set (and, after AskToRelease, its owner
 // still; after Curator's Revoker, no owner). It is heard through the
-// own-node watch, at no extra request: with WithOwnNodeWatch(false) the
-// channel never closes. A MultiLock's lease hears a request to any part.
-func (l *Lease) RevokeRequested() <-chan struct{} { return l.revoke }
+// own-node watch, at no extra request, except for a Mutex lease granted at
+// once, which watches its listing instead: its first RevokeRequested sets
+// the own-node watch (one read). With WithOwnNodeWatch(false) the channel
+// never closes. A MultiLock's lease hears a request to any part.
+func (l *Lease) RevokeRequested() <-chan struct{} {
+	l.dataWatch.want()
+	return l.revoke
+}
 
 // revokeRequested closes the revoke channel once and tells the hooks (a
 // MultiLock lease made of this part).
@@ -64,6 +69,7 @@ func (l *Lease) revokeRequested() {
 // whenRevokeRequested runs fn once a release is asked for, or now if it
 // has been; fn runs under the lease's lock and must not block.
 func (l *Lease) whenRevokeRequested(fn func()) {
+	l.dataWatch.want()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if isDone(l.revoke) {

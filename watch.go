@@ -30,9 +30,12 @@ var (
 func (q *queueNode) waitTurn(ctx context.Context, rule lockpath.Rule, w watcher, children []string, try bool) error {
 	c := q.c
 	r := c.retrier(ctx, q.sess)
-	var before lockpath.Seen // the nodes ahead at the last listing
-	joined := false          // a node joined ahead since a listing: list before holding
+	var before lockpath.Seen  // the nodes ahead at the last listing
+	joined := false           // a node joined ahead since a listing: list before holding
+	atOnce := children != nil // the first pass reads the listing made behind the create
 	for {
+		first := atOnce
+		atOnce = false
 		var err error
 		if children == nil {
 			children, err = w.list(ctx, q)
@@ -51,6 +54,7 @@ func (q *queueNode) waitTurn(ctx context.Context, rule lockpath.Rule, w watcher,
 			case !t.Present:
 				return q.goneReason()
 			case t.Holds:
+				q.heldAtOnce = first
 				return nil // the listing was made after q existed
 			case try:
 				return ErrLocked

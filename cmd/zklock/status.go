@@ -342,12 +342,16 @@ func printPathsJSON(out, stderr io.Writer, paths []string, queues [][]zklock.Con
 // isRecord reports whether the node carries zklock's owner record.
 func isRecord(c zklock.Contender) bool { return c.Owner.Client != "" }
 
+// ownerName names a holder: its named owner, a reentrant lock's goroutine,
+// or else its client.
 func ownerName(o zklock.Owner) string {
 	switch {
 	case o.Name != "":
 		return o.Name
 	case o.Goroutine != 0:
 		return "goroutine " + strconv.FormatInt(o.Goroutine, 10)
+	case o.Client != "":
+		return "client " + o.Client // no owner named: the process's client
 	}
 	return "-"
 }

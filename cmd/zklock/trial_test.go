@@ -157,6 +157,6 @@ func TestBreakAfterAsk(t *testing.T) {
 	code, out, stderr = runZK(t, 20*time.Second, "break", "--yes", path)
 	require.Equal(t, exitOK, code, stderr)
 	require.Regexp(t, "^broke the lock on "+regexp.QuoteMeta(path)+": deleted the holder's node "+regexp.QuoteMeta(lockpathShort(lease.Node()))+
-		" \\(host "+regexp.QuoteMeta(host)+", pid [0-9]+, goroutine [0-9]+, queued .* ago, asked to release\\)\n$", out)
+		" \\(host "+regexp.QuoteMeta(host)+", pid [0-9]+, client [0-9a-f]+, queued .* ago, asked to release\\)\n$", out)
 	<-lease.Done()
 }

@@ -1,0 +1,117 @@
+package zklock
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// The first listing's watch: a Mutex whose last acquisition held at once
+// expects this one to as well, and sends the listing behind its create with
+// a child watch on the lock path. If the listing shows its node first, the
+// node holds, its fencing token is the create's zxid, and that child watch
+// stands in for the own-node watch: an uncontended acquisition then reads
+// nothing but the listing, as a queue lock without the watch would, and the
+// holder still hears at once of anything that happens under the path.
+//
+// A child event proves nothing by itself (someone joined, or left, or took
+// the holder's node), so the monitor reads the node on it, setting the
+// own-node watch from then on: its absence is the loss. While the lease is
+// being released the event is most likely its own delete, and the Release's
+// outcome says whose delete it was; the read waits until the Release is
+// over (listRecheck). A request to release arrives as a data change, which
+// a child watch does not see: RevokeRequested sets the own-node watch first.
+//
+// A node that waited, or a listing that showed it behind others, never uses
+// the child watch: it fires at the next change of the path and is dropped,
+// one watch event for nothing. So only a path whose last acquisition by
+// this client held at once is expected to (atOnce): a contended path, or
+// one not seen yet, keeps the own-node read.
+
+// atOnce remembers, per lock path, whether the client's last acquisition of
+// it held at once. Paths are hashed into a fixed table (4 KiB a client,
+// however many paths): two paths that share a bit share a guess, which
+// costs at most a read or a watch event, never correctness.
+type atOnce struct {
+	seed maphash.Seed
+	bits [512]atomic.Uint64
+}
+
+func newAtOnce() *atOnce { return &atOnce{seed: maphash.MakeSeed()} }
+
+func (a *atOnce) slot(path string) (*atomic.Uint64, uint64) {
+	h := maphash.String(a.seed, path)
+	return &a.bits[h%uint64(len(a.bits))], 1 << (h >> 58)
+}
+
+// expected reports that the last acquisition of path held at once.
+func (a *atOnce) expected(path string) bool {
+	w, bit := a.slot(path)
+	return w.Load()&bit != 0
+}
+
+// record remembers whether an acquisition of path held at once.
+func (a *atOnce) record(path string, held bool) {
+	w, bit := a.slot(path)
+	if held {
+		w.Or(bit)
+	} else {
+		w.And(^bit)
+	}
+}
+
+// firstListing is the listing sent right behind a create, and the child
+// watch it set, if asked to.
+type firstListing struct {
+	children []string
+	ev       <-chan zk.Event
+}
+
+// listRecheck is how often a monitor looks again, after a child event seen
+// during a Release, whether the Release is over.
+const listRecheck = 10 * time.Millisecond
+
+// useListWatch makes the first listing's child watch q's own-node watch, if
+// q held at once by that listing and its fencing token came with the
+// create's reply; it reports whether it did. The lease then needs no read
+// of its node.
+func (q *queueNode) useListWatch() bool {
+	if q.listEv == nil || !q.heldAtOnce || q.createZxid == 0 {
+		return false
+	}
+	q.listWatched = true
+	q.finishFetch(ownRead{czxid: q.createZxid, owner: q.sess.id, ev: q.listEv}, nil)
+	return true
+}
+
+// dataWatch asks the monitor of a lease watched through its listing to set
+// the own-node watch, which hears requests to release; a no-op for others.
+type dataWatch struct {
+	once   sync.Once
+	wanted chan struct{} // nil unless the lease is watched through its listing
+}
+
+func newDataWatch(listWatched bool) *dataWatch {
+	if !listWatched {
+		return nil
+	}
+	return &dataWatch{wanted: make(chan struct{})}
+}
+
+func (d *dataWatch) want() {
+	if d != nil {
+		d.once.Do(func() { close(d.wanted) })
+	}
+}
+
+// asked is closed once the own-node watch is wanted; nil (never) for a
+// lease with its own-node watch from the start.
+func (d *dataWatch) asked() <-chan struct{} {
+	if d == nil {
+		return nil
+	}
+	return d.wanted
+}

@@ -1,0 +1,124 @@
+package zklock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// The lease of a Mutex granted at once, after an acquisition of the path
+// that also held at once, is watched through its first listing
+// (listwatch.go). These tests take such a lease and break it the ways a
+// holder must hear of.
+
+// atOnceLease acquires m twice, releasing the first: the second acquisition
+// expects to hold at once. It returns the second lease, after checking what
+// it cost the server: 1 write and 1 read (the listing), no own-node read.
+func atOnceLease(t *testing.T, m *zklock.Mutex) *zklock.Lease {
+	t.Helper()
+	first, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, first.Release(ctxTimeout(t, 10*time.Second)))
+	before := mntr(t)
+	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NotZero(t, tokenOf(l), "the token comes with the create's reply")
+	after := mntr(t)
+	require.EqualValues(t, 1, after.Int("zk_cnt_updatelatency")-before.Int("zk_cnt_updatelatency"), "writes")
+	require.EqualValues(t, 1, after.Int("zk_cnt_readlatency")-before.Int("zk_cnt_readlatency"), "reads: the listing only")
+	return l
+}
+
+func requireLost(t *testing.T, l *zklock.Lease, what string) {
+	t.Helper()
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the lease goes on after %s", what)
+	}
+	require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+}
+
+func TestListWatchedHolderHearsItsNodeDeleted(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	l := atOnceLease(t, mustMutex(t, connect(t), p))
+	require.NoError(t, obs.Delete(l.Node(), -1))
+	requireLost(t, l, "its node was deleted")
+}
+
+// Someone joining fires the listing's watch: the holder reads its node,
+// watching it from then on, and still holds; the deletion of its node then
+// ends the lease, and the waiter holds.
+func TestListWatchedHolderWatchesItsNodeOnceSomeoneJoins(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	l := atOnceLease(t, mustMutex(t, connect(t), p))
+	ws := queueWaiters(t, obs, p, 1, 1)
+	eventually(t, "the holder watches its own node", func() bool { return watchersOf(t, l.Node()) == 2 })
+	require.NoError(t, l.Err(), "a join is not a loss")
+
+	require.NoError(t, obs.Delete(l.Node(), -1))
+	requireLost(t, l, "its node was deleted")
+	w := <-ws[0].got
+	require.NoError(t, w.Err())
+	close(ws[0].release)
+	require.NoError(t, <-ws[0].errc)
+}
+
+// A request to release is a data change, which a child watch does not
+// see: RevokeRequested sets the own-node watch, and then hears it.
+func TestListWatchedHolderHearsARevokeOnceItListens(t *testing.T) {
+	p := lockPath(t)
+	l := atOnceLease(t, mustMutex(t, connect(t), p))
+	revoked := l.RevokeRequested()
+	eventually(t, "the holder watches its own node", func() bool { return watchersOf(t, l.Node()) == 1 })
+	require.NoError(t, connect(t).AskToRelease(ctxTimeout(t, 5*time.Second), l.Node()))
+	select {
+	case <-revoked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request to release was not heard")
+	}
+	require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
+}
+
+// A delete the server refuses leaves a listing-watched lease held and
+// watched: the deletion of its node by someone allowed to ends it.
+func TestListWatchedRefusedReleaseKeepsLeaseWatched(t *testing.T) {
+	p, obs := noDeletePath(t)
+	m := mustMutex(t, connect(t, zklock.WithCleanupDelay(0)), p)
+	first, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, obs.Delete(first.Node(), -1)) // the path held at once: the next expects to
+	requireLost(t, first, "its node was deleted")
+
+	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.Zero(t, watchersOf(t, l.Node()), "watched through the listing, not its node")
+	require.Error(t, l.Release(ctxTimeout(t, 10*time.Second)))
+	require.NoError(t, l.Err(), "a refused release leaves the lease held")
+	require.NoError(t, obs.Delete(l.Node(), -1))
+	requireLost(t, l, "its node was deleted after a refused release")
+}
+
+// A node deleted while the connection is down: go-zookeeper sets the
+// listing's watch again on the new connection, the server fires it, and the
+// lease ends.
+func TestListWatchedHolderHearsADeletionAcrossAReconnect(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(4*time.Second))
+	l := atOnceLease(t, mustMutex(t, c, p))
+	proxy.Block(true)
+	proxy.Cut()
+	require.NoError(t, obs.Delete(l.Node(), -1))
+	proxy.Block(false)
+	requireLost(t, l, "its node was deleted while it was disconnected")
+	require.ErrorIs(t, l.Release(context.Background()), zklock.ErrLockLost)
+}
