@@ -79,3 +79,7 @@ func SetHookAfterCreate(fn func()) {
 	}
 	testHookAfterCreate.Store(&fn)
 }
+
+// ListWatched reports that l is watched through its first listing
+// (listwatch.go), not through a read of its node.
+func ListWatched(l *Lease) bool { return l.parts == nil && l.q != nil && l.q.listWatched }

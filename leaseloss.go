@@ -25,10 +25,7 @@ func (l *Lease) monitor() {
 	q := l.q
 	fetched := q.fetched // without the own-node watch, closed only if Token reads the node
 	sessLost, presumed := q.sess.lost, l.presumed
-	var own <-chan zk.Event
-	var rewatch <-chan result[ownWatch]
-	var again <-chan time.Time // the next attempt to set the own-node watch again
-	var delay backoff          // between attempts to set the own-node watch again
+	var w ownWatchState
 	limit, stopLimit := l.holdLimit()
 	defer stopLimit()
 	dataWanted := l.dataWatch.asked() // a listing-watched lease's RevokeRequested
@@ -38,48 +35,22 @@ func (l *Lease) monitor() {
 		case <-l.done:
 			return
 		case <-fetched:
-			fetched, own = nil, q.ownEv
+			fetched, w.own = nil, q.ownEv
 			if q.fetchErr != nil {
 				lost = fetchLost(q.full(), q.fetchErr)
 			}
 			if q.revokeAsked {
 				l.revokeRequested()
 			}
-		case ev := <-own:
-			own = nil
-			lost = l.ownNodeEvent(ev)
-			switch {
-			case lost != nil, rewatch != nil:
-			case ev.Type == zk.EventNodeChildrenChanged && !l.held():
-				again = time.After(listRecheck) // most likely the Release's own delete (listwatch.go)
-			default:
-				rewatch = l.watchOwnNode()
-			}
+		case ev := <-w.own:
+			lost = w.fired(l, ev)
 		case <-dataWanted:
 			dataWanted = nil
-			if rewatch == nil && again == nil && q.listWatched {
-				rewatch = l.watchOwnNode() // replaces the listing's watch
-			}
-		case r := <-rewatch:
-			rewatch = nil
-			switch {
-			case r.err == nil:
-				own, delay = r.v.ev, 0
-				if isRevokeRequest(r.v.data) {
-					l.revokeRequested()
-				}
-			case errors.Is(r.err, zk.ErrNoNode):
-				lost = deletedByOther(q.full())
-			default: // never give the watch up: the loss checks cover the session meanwhile
-				again = time.After(delay.next())
-			}
-		case <-again:
-			again = nil
-			if q.listWatched && !l.held() {
-				again = time.After(listRecheck)
-				break
-			}
-			rewatch = l.watchOwnNode()
+			w.wantData(l)
+		case r := <-w.rewatch:
+			lost = w.set(l, r)
+		case <-w.again:
+			w.retry(l)
 		case <-sessLost:
 			sessLost, lost = nil, q.lossCheck()
 		case <-presumed:
@@ -92,6 +63,66 @@ func (l *Lease) monitor() {
 		if lost != nil {
 			l.lose(lost) // ends the lease, or waits for a Release's outcome
 		}
+	}
+}
+
+// ownWatchState is the monitor's own-node watch: the channel it waits on,
+// the read setting it again, and the next attempt after a failed one.
+type ownWatchState struct {
+	own     <-chan zk.Event
+	rewatch <-chan result[ownWatch]
+	again   <-chan time.Time
+	delay   backoff // between attempts to set the watch again
+	onNode  bool    // own is a watch on the node itself, set by a read
+}
+
+// fired handles an event of the watch and returns the loss it means, if any.
+func (w *ownWatchState) fired(l *Lease, ev zk.Event) error {
+	w.own = nil
+	lost := l.ownNodeEvent(ev)
+	switch {
+	case lost != nil, w.rewatch != nil:
+	case ev.Type == zk.EventNodeChildrenChanged && !l.held():
+		w.again = time.After(listRecheck) // most likely the Release's own delete (listwatch.go)
+	default:
+		w.rewatch = l.watchOwnNode()
+	}
+	return lost
+}
+
+// set handles the outcome of a read that set the watch again.
+func (w *ownWatchState) set(l *Lease, r result[ownWatch]) error {
+	w.rewatch = nil
+	switch {
+	case r.err == nil:
+		w.own, w.delay, w.onNode = r.v.ev, 0, true
+		if isRevokeRequest(r.v.data) {
+			l.revokeRequested()
+		}
+	case errors.Is(r.err, zk.ErrNoNode):
+		return deletedByOther(l.q.full())
+	default: // never give the watch up: the loss checks cover the session meanwhile
+		w.again = time.After(w.delay.next())
+	}
+	return nil
+}
+
+// retry sets the watch again, unless a lease watched through its listing
+// is being released (listwatch.go): then it looks again later.
+func (w *ownWatchState) retry(l *Lease) {
+	w.again = nil
+	if l.q.listWatched && !l.held() {
+		w.again = time.After(listRecheck)
+		return
+	}
+	w.rewatch = l.watchOwnNode()
+}
+
+// wantData replaces a listing's watch with the own-node watch, which hears
+// requests to release (RevokeRequested).
+func (w *ownWatchState) wantData(l *Lease) {
+	if l.q.listWatched && !w.onNode && w.rewatch == nil && w.again == nil {
+		w.rewatch = l.watchOwnNode()
 	}
 }
 

@@ -716,6 +716,9 @@ func (o *op) cycle(ctx context.Context, kind string, fn func(context.Context) (*
 	}
 	r := o.granted(kind, l, at, hold, "")
 	mark(r)
+	if zklock.ListWatched(l) {
+		o.tt.counts.add("grant.listwatched") // held at once, watched through its listing
+	}
 	if o.rng.IntN(8) == 0 {
 		o.escape(l)
 	}
@@ -1024,9 +1027,9 @@ func (tt *torture) report() {
 	if v.margins > 0 {
 		margin = v.minMargin.Round(time.Millisecond).String()
 	}
-	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d %v acquisitions=%d mutex=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d job=%d/%d "+
+	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d %v acquisitions=%d mutex=%d listwatched=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d job=%d/%d "+
 		"elect=%d proclaimed=%d guarded{landed=%d refused_lost=%d refused_version=%d unknown=%d} faults{%s} skipped=%d losses=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
-		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, tt.cfg.sw.flags(), v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.reentrant"),
+		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, tt.cfg.sw.flags(), v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.listwatched"), tt.counts.get("grant.reentrant"),
 		tt.counts.get("grant.try"), tt.counts.get("try.attempts"), tt.counts.get("grant.do"), tt.counts.get("grant.singleton"),
 		tt.counts.get("grant.read"), tt.counts.get("grant.write"), tt.counts.get("grant.semaphore"), tt.counts.get("grant.multi")/2, tt.counts.get("grant.child"),
 		tt.counts.get("grant.job"), tt.counts.get("grant.job")+tt.counts.get("job.ran_already")+tt.counts.get("job.busy"),
