@@ -27,39 +27,49 @@ import (
 //
 // A node that waited, or a listing that showed it behind others, never uses
 // the child watch: it fires at the next change of the path and is dropped,
-// one watch event for nothing. So only a path whose last acquisition by
-// this client held at once is expected to (atOnce): a contended path, or
+// one watch event for nothing. So only a path whose last two acquisitions
+// by this client held at once is expected to (atOnce): a contended path, or
 // one not seen yet, keeps the own-node read.
 
-// atOnce remembers, per lock path, whether the client's last acquisition of
-// it held at once. Paths are hashed into a fixed table (4 KiB a client,
-// however many paths): two paths that share a bit share a guess, which
-// costs at most a read or a watch event, never correctness.
+// atOnce remembers, per lock path, how many of the client's last
+// acquisitions of it held at once in a row (none, one, two or more), and
+// expects the next to hold at once after two: one acquisition alone at
+// once is as often a gap in a busy queue, where the listing's watch would
+// be wasted. Paths are hashed into a fixed table (2 bits a slot, 4 KiB a
+// client, however many paths): paths that share a slot share a guess,
+// which costs at most a read or a watch event, never correctness.
 type atOnce struct {
-	seed maphash.Seed
-	bits [512]atomic.Uint64
+	seed  maphash.Seed
+	words [512]atomic.Uint64
 }
+
+const atOnceTrusted = 2 // acquisitions at once in a row before the next is expected to be
 
 func newAtOnce() *atOnce { return &atOnce{seed: maphash.MakeSeed()} }
 
-func (a *atOnce) slot(path string) (*atomic.Uint64, uint64) {
+func (a *atOnce) slot(path string) (*atomic.Uint64, uint) {
 	h := maphash.String(a.seed, path)
-	return &a.bits[h%uint64(len(a.bits))], 1 << (h >> 58)
+	return &a.words[h%uint64(len(a.words))], uint(h>>59) * 2 // 32 slots of 2 bits per word
 }
 
-// expected reports that the last acquisition of path held at once.
+// expected reports that the last acquisitions of path held at once.
 func (a *atOnce) expected(path string) bool {
-	w, bit := a.slot(path)
-	return w.Load()&bit != 0
+	w, shift := a.slot(path)
+	return (w.Load()>>shift)&3 >= atOnceTrusted
 }
 
-// record remembers whether an acquisition of path held at once.
+// record counts an acquisition of path that held at once, or starts over.
 func (a *atOnce) record(path string, held bool) {
-	w, bit := a.slot(path)
-	if held {
-		w.Or(bit)
-	} else {
-		w.And(^bit)
+	w, shift := a.slot(path)
+	for {
+		old := w.Load()
+		n := uint64(0)
+		if held {
+			n = min((old>>shift)&3+1, atOnceTrusted)
+		}
+		if w.CompareAndSwap(old, old&^(3<<shift)|n<<shift) {
+			return
+		}
 	}
 }
 

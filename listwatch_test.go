@@ -11,19 +11,22 @@ import (
 	"github.com/zklock/zklock/zktest"
 )
 
-// The lease of a Mutex granted at once, after an acquisition of the path
+// The lease of a Mutex granted at once, after two acquisitions of the path
 // that also held at once, is watched through its first listing
 // (listwatch.go). These tests take such a lease and break it the ways a
 // holder must hear of.
 
-// atOnceLease acquires m twice, releasing the first: the second acquisition
-// expects to hold at once. It returns the second lease, after checking what
-// it cost the server: 1 write and 1 read (the listing), no own-node read.
+// atOnceLease acquires m three times, releasing the first two: the third
+// acquisition expects to hold at once. It returns the third lease, after
+// checking what it cost the server: 1 write and 1 read (the listing), no
+// own-node read.
 func atOnceLease(t *testing.T, m *zklock.Mutex) *zklock.Lease {
 	t.Helper()
-	first, err := m.Acquire(ctxTimeout(t, 10*time.Second))
-	require.NoError(t, err)
-	require.NoError(t, first.Release(ctxTimeout(t, 10*time.Second)))
+	for range 2 {
+		l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
+	}
 	before := mntr(t)
 	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
@@ -92,10 +95,12 @@ func TestListWatchedHolderHearsARevokeOnceItListens(t *testing.T) {
 func TestListWatchedRefusedReleaseKeepsLeaseWatched(t *testing.T) {
 	p, obs := noDeletePath(t)
 	m := mustMutex(t, connect(t, zklock.WithCleanupDelay(0)), p)
-	first, err := m.Acquire(ctxTimeout(t, 10*time.Second))
-	require.NoError(t, err)
-	require.NoError(t, obs.Delete(first.Node(), -1)) // the path held at once: the next expects to
-	requireLost(t, first, "its node was deleted")
+	for range 2 { // the path held at once twice: the next expects to
+		first, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+		require.NoError(t, err)
+		require.NoError(t, obs.Delete(first.Node(), -1))
+		requireLost(t, first, "its node was deleted")
+	}
 
 	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
