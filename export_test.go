@@ -83,3 +83,11 @@ func SetHookAfterCreate(fn func()) {
 // ListWatched reports that l is watched through its first listing
 // (listwatch.go), not through a read of its node.
 func ListWatched(l *Lease) bool { return l.parts == nil && l.q != nil && l.q.listWatched }
+
+// StallMonitors holds c's loss clock, which every lease monitor takes on
+// each turn of its loop: the monitors stop between two selects until
+// ResumeMonitors (a loaded host, at the worst moment).
+func StallMonitors(c *Client) { c.clock.mu.Lock() }
+
+// ResumeMonitors lets c's lease monitors go on.
+func ResumeMonitors(c *Client) { c.clock.mu.Unlock() }

@@ -35,7 +35,10 @@ func (l *Lease) monitor() {
 		case <-l.done:
 			return
 		case <-fetched:
-			fetched, w.own = nil, q.ownEv
+			fetched = nil
+			if !w.onNode { // a read for RevokeRequested may have set the node's watch first
+				w.own = q.ownEv
+			}
 			if q.fetchErr != nil {
 				lost = fetchLost(q.full(), q.fetchErr)
 			}
@@ -101,6 +104,11 @@ func (w *ownWatchState) set(l *Lease, r result[ownWatch]) error {
 		}
 	case errors.Is(r.err, zk.ErrNoNode):
 		return deletedByOther(l.q.full())
+	case errors.Is(r.err, zk.ErrNoAuth):
+		// A node its holder may not read cannot be watched: as when the
+		// first read of the node fails so (a lease watched through its
+		// listing makes its first read here).
+		return fetchLost(l.q.full(), r.err)
 	default: // never give the watch up: the loss checks cover the session meanwhile
 		w.again = time.After(w.delay.next())
 	}

@@ -2,6 +2,8 @@ package zklock_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -126,4 +128,53 @@ func TestListWatchedHolderHearsADeletionAcrossAReconnect(t *testing.T) {
 	proxy.Block(false)
 	requireLost(t, l, "its node was deleted while it was disconnected")
 	require.ErrorIs(t, l.Release(context.Background()), zklock.ErrLockLost)
+}
+
+// RevokeRequested right after the grant, with the monitor stalled: its
+// read of the node may come back before the monitor takes the listing's
+// watch as its starting watch, and that watch must not replace the node's
+// (a request to release would then never be heard). The stall's timing
+// varies, so it is tried 30 times: the bug showed in 2 or 3 of them.
+func TestListWatchedRevokeHeardWhenTheReadBeatsTheStartingWatch(t *testing.T) {
+	c := connect(t, quietSession)
+	asker := connect(t)
+	for i := range 30 {
+		m := mustMutex(t, c, fmt.Sprintf("%s-%d", lockPath(t), i))
+		for range 2 {
+			l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+			require.NoError(t, err)
+			require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
+		}
+		zklock.SetHookBeforeLease(func() { zklock.StallMonitors(c) })
+		l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
+		zklock.SetHookBeforeLease(nil)
+		require.NoError(t, err)
+		require.True(t, zklock.ListWatched(l))
+		revoked := l.RevokeRequested()
+		stallAgain(c, 5*time.Millisecond)
+		zklock.ResumeMonitors(c) // one select, then stalled again
+		runtime.Gosched()
+		zklock.StallMonitors(c)
+		time.Sleep(100 * time.Millisecond) // the node's read, if sent, is back
+		zklock.ResumeMonitors(c)
+		eventually(t, "the holder watches its node", func() bool { return watchersOf(t, l.Node()) == 1 })
+
+		require.NoError(t, asker.AskToRelease(ctxTimeout(t, 5*time.Second), l.Node()))
+		select {
+		case <-revoked:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("attempt %d: the request to release was not heard (node watchers %d, lease %v)", i, watchersOf(t, l.Node()), l.Err())
+		}
+		require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
+	}
+}
+
+// stallAgain lets the stalled monitors wake, then takes the clock back
+// before they get it (the woken waiter loses to a running goroutine), and
+// holds it for d.
+func stallAgain(c *zklock.Client, d time.Duration) {
+	time.Sleep(d)
+	zklock.ResumeMonitors(c)
+	zklock.StallMonitors(c)
+	time.Sleep(d)
 }

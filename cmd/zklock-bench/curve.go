@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/benchkit"
 )
 
 // costCurve is how the cost of the recipe grows: with the queue length on one
@@ -113,16 +114,16 @@ func (e *env) held(ctx context.Context, k int) (heldPoint, error) {
 	// than one keep-alive interval's jitter.
 	time.Sleep(time.Second)
 	const window = 3 * time.Second
-	cpu0 := processCPU()
+	cpu0 := benchkit.ProcessCPU()
 	time.Sleep(window)
-	idle := (processCPU() - cpu0) / time.Duration(window/time.Second)
+	idle := (benchkit.ProcessCPU() - cpu0) / time.Duration(window/time.Second)
 
 	m, err := c.NewMutex(base + "/extra")
 	if err != nil {
 		return heldPoint{}, err
 	}
 	const cycles = 200
-	cpu0, t0 := processCPU(), time.Now()
+	cpu0, t0 := benchkit.ProcessCPU(), time.Now()
 	for range cycles {
 		l, err := m.Acquire(ctx)
 		if err != nil {
@@ -137,7 +138,7 @@ func (e *env) held(ctx context.Context, k int) (heldPoint, error) {
 		HeapPer:    float64(int64(heap1)-int64(heap0)) / float64(k),
 		GoPer:      float64(g1-g0) / float64(k),
 		IdleCPU:    ms(idle),
-		CycleCPUus: float64((processCPU() - cpu0).Microseconds()) / cycles,
+		CycleCPUus: float64((benchkit.ProcessCPU() - cpu0).Microseconds()) / cycles,
 		CycleMs:    ms(time.Since(t0)) / cycles,
 	}
 	for _, l := range leases {

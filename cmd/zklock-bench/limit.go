@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/benchkit"
 )
 
 // A hand-off on one path cannot be faster than one commit (the holder's
@@ -38,12 +39,12 @@ type kindShare struct {
 // commitTime is the floor's commit time: one session creating and deleting a
 // plain node, one write at a time, for d; the median round trip of a write.
 func (e *env) commitTime(ctx context.Context, d time.Duration) (float64, error) {
-	conn, err := rawConn(ctx, e.dial)
+	conn, err := benchkit.RawConn(ctx, e.dial, sessionTimeout)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
-	if err := ensurePath(conn, "/bench"); err != nil {
+	if err := benchkit.EnsurePath(conn, "/bench"); err != nil {
 		return 0, err
 	}
 	path := fmt.Sprintf("/bench/commit-%d", e.seq.Add(1))

@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/benchkit"
 )
 
 // The kinds of locker measured side by side. floor is not a lock: it sends
@@ -54,14 +52,14 @@ func newLocker(ctx context.Context, kind string, addrs []string, path string) (l
 		}
 		return &zklockLocker{c: c, m: m}, nil
 	case kindZkLock, kindFloor:
-		conn, err := rawConn(ctx, addrs)
+		conn, err := benchkit.RawConn(ctx, addrs, sessionTimeout)
 		if err != nil {
 			return nil, err
 		}
 		if kind == kindZkLock {
 			return &zkLocker{conn: conn, l: zk.NewLock(conn, path, zk.WorldACL(zk.PermAll))}, nil
 		}
-		if err := ensurePath(conn, path); err != nil {
+		if err := benchkit.EnsurePath(conn, path); err != nil {
 			conn.Close()
 			return nil, err
 		}
@@ -109,40 +107,3 @@ func (f *floorLocker) lock(context.Context) (err error) {
 
 func (f *floorLocker) unlock(context.Context) error { return f.conn.Delete(f.node, -1) }
 func (f *floorLocker) close()                       { f.conn.Close() }
-
-// rawConn is a go-zookeeper connection with a session.
-func rawConn(ctx context.Context, addrs []string) (*zk.Conn, error) {
-	conn, events, err := zk.Connect(addrs, sessionTimeout, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
-	if err != nil {
-		return nil, err
-	}
-	for {
-		select {
-		case ev := <-events:
-			if ev.State != zk.StateHasSession {
-				continue
-			}
-			go func() {
-				for range events {
-				}
-			}()
-			return conn, nil
-		case <-ctx.Done():
-			conn.Close()
-			return nil, ctx.Err()
-		}
-	}
-}
-
-func ensurePath(conn *zk.Conn, p string) error {
-	for i := 1; i <= len(p); i++ {
-		if i < len(p) && p[i] != '/' {
-			continue
-		}
-		_, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll))
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return err
-		}
-	}
-	return nil
-}

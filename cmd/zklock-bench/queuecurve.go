@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/benchkit"
 )
 
 // The queue curve measures one path with W workers queued, each on its own
@@ -64,7 +65,7 @@ type queueRun struct {
 
 // queue measures one hand-off with w workers queued on one path.
 func (e *env) queue(ctx context.Context, kind string, w int, d time.Duration) (queuePoint, error) {
-	admin, err := rawConn(ctx, e.dial)
+	admin, err := benchkit.RawConn(ctx, e.dial, sessionTimeout)
 	if err != nil {
 		return queuePoint{}, err
 	}

@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/zklock/zklock/internal/benchkit"
 	"github.com/zklock/zklock/zktest"
 )
 
@@ -176,7 +173,7 @@ func (e *env) snapshot(ctx context.Context) (snapshot, error) {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return snapshot{at: time.Now(), mntr: m, cpu: processCPU(), serverCPU: pidCPU(e.cluster.Servers()[0].PID()), mallocs: ms.Mallocs}, nil
+	return snapshot{at: time.Now(), mntr: m, cpu: benchkit.ProcessCPU(), serverCPU: benchkit.PidCPU(e.cluster.Servers()[0].PID()), mallocs: ms.Mallocs}, nil
 }
 
 func measure(kind string, w workload, latency time.Duration, waits []time.Duration, b, a snapshot) cell {
@@ -204,29 +201,3 @@ func measure(kind string, w workload, latency time.Duration, waits []time.Durati
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// processCPU is the user and system CPU this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// pidCPU is the user and system CPU of process pid (Linux), 0 if unknown.
-func pidCPU(pid int) time.Duration {
-	if pid == 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may hold spaces: count from its ')'.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
-}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/zklock/zklock/internal/benchkit"
 )
 
 // tally counts what did not end in a holding.
@@ -37,7 +39,7 @@ func (t *tally) fail(err error) {
 // runSessions runs every session's loop for wc.Duration and returns the
 // worker's report and its records.
 func runSessions(ctx context.Context, wc workerConfig, sessions []session) (workerMsg, []record) {
-	cpu0 := processCPU()
+	cpu0 := benchkit.ProcessCPU()
 	stop := time.Now().Add(wc.Duration)
 	recs := make([][]record, len(sessions))
 	tallies := make([]tally, len(sessions))
@@ -52,7 +54,7 @@ func runSessions(ctx context.Context, wc workerConfig, sessions []session) (work
 		}()
 	}
 	wg.Wait()
-	msg := workerMsg{Phase: "done", Sessions: len(sessions), CPUNs: int64(processCPU() - cpu0)}
+	msg := workerMsg{Phase: "done", Sessions: len(sessions), CPUNs: int64(benchkit.ProcessCPU() - cpu0)}
 	for _, t := range tallies {
 		msg.add(t)
 	}

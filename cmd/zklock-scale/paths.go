@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklock/zklock/internal/benchkit"
 )
 
 // primitive is the lock a path is used as, fixed by its index.
@@ -51,7 +51,7 @@ func (p picker) next() int { return int(p.z.Uint64()) }
 // so that the measured writes are the locks' own. It batches creates into
 // transactions.
 func createPaths(ctx context.Context, conn *zk.Conn, base string, paths int, mutexOnly bool, permits int) error {
-	if err := ensurePath(conn, base); err != nil {
+	if err := benchkit.EnsurePath(conn, base); err != nil {
 		return err
 	}
 	acl := zk.WorldACL(zk.PermAll)
@@ -83,20 +83,6 @@ func createPaths(ctx context.Context, conn *zk.Conn, base string, paths int, mut
 	}
 	if err := flush(); err != nil {
 		return fmt.Errorf("zklock-scale: creating the lock paths under %s: %w", base, err)
-	}
-	return nil
-}
-
-// ensurePath creates p and its ancestors where they are missing.
-func ensurePath(conn *zk.Conn, p string) error {
-	for i := 1; i <= len(p); i++ {
-		if i < len(p) && p[i] != '/' {
-			continue
-		}
-		_, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll))
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("zklock-scale: creating %s: %w", p[:i], err)
-		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zklock/zklock/internal/benchkit"
 	"github.com/zklock/zklock/zktest"
 )
 
@@ -40,7 +41,7 @@ func snapServers(c *zktest.Cluster) (serverSnap, error) {
 			return s, fmt.Errorf("zklock-scale: mntr of server %d: %w", i+1, err)
 		}
 		s.mntr = append(s.mntr, m)
-		s.cpu = append(s.cpu, pidCPU(srv.PID()))
+		s.cpu = append(s.cpu, benchkit.PidCPU(srv.PID()))
 		s.rss = append(s.rss, pidRSS(srv.PID()))
 	}
 	return s, nil

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log"
 	"math/rand/v2"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/internal/benchkit"
 )
 
 // The libraries a run can measure.
@@ -107,25 +106,9 @@ func (s *zkLockSession) close() { s.conn.Close() }
 
 // rawConn is a go-zookeeper connection with a session.
 func rawConn(ctx context.Context, addrs []string, timeout time.Duration) (*zk.Conn, error) {
-	conn, events, err := zk.Connect(addrs, timeout,
-		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	conn, err := benchkit.RawConn(ctx, addrs, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("zklock-scale: connect: %w", err)
+		return nil, fmt.Errorf("zklock-scale: connect to %v: %w", addrs, err)
 	}
-	for {
-		select {
-		case ev := <-events:
-			if ev.State != zk.StateHasSession {
-				continue
-			}
-			go func() {
-				for range events {
-				}
-			}()
-			return conn, nil
-		case <-ctx.Done():
-			conn.Close()
-			return nil, fmt.Errorf("zklock-scale: connect to %v: %w", addrs, ctx.Err())
-		}
-	}
+	return conn, nil
 }
