@@ -12,26 +12,26 @@ import (
 // slot share it, which costs only a guess).
 func TestPureAtOnceRemembersTheLastOutcomePerPath(t *testing.T) {
 	a := newAtOnce()
-	require.False(t, a.expected("/a"), "unseen")
-	a.record("/a", true)
-	require.False(t, a.expected("/a"), "once at once may be a gap in a queue")
-	a.record("/a", true)
-	require.True(t, a.expected("/a"))
-	a.record("/a", true)
-	require.True(t, a.expected("/a"), "the count saturates")
-	a.record("/a", false)
-	require.False(t, a.expected("/a"), "a wait starts over")
-	a.record("/a", true)
-	require.False(t, a.expected("/a"))
+	require.False(t, a.predicts("/a"), "unseen")
+	a.learn("/a", true)
+	require.False(t, a.predicts("/a"), "once at once may be a gap in a queue")
+	a.learn("/a", true)
+	require.True(t, a.predicts("/a"))
+	a.learn("/a", true)
+	require.True(t, a.predicts("/a"), "the count saturates")
+	a.learn("/a", false)
+	require.False(t, a.predicts("/a"), "a wait starts over")
+	a.learn("/a", true)
+	require.False(t, a.predicts("/a"))
 
 	expected := 0
 	for i := range 1000 {
 		p := fmt.Sprintf("/p%d", i)
-		a.record(p, i%2 == 0)
-		a.record(p, i%2 == 0)
+		a.learn(p, i%2 == 0)
+		a.learn(p, i%2 == 0)
 	}
 	for i := range 1000 {
-		if a.expected(fmt.Sprintf("/p%d", i)) == (i%2 == 0) {
+		if a.predicts(fmt.Sprintf("/p%d", i)) == (i%2 == 0) {
 			expected++
 		}
 	}

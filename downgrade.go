@@ -62,7 +62,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, w *Lease) (*Lease, error) {
 	}
 	q := &queueNode{c: c, path: w.q.path, guid: c.me.newGUID(), seq: w.q.seq, sess: w.q.sess, owner: w.q.owner, style: rw.read, fetched: make(chan struct{})}
 	name, _ := rw.read.AtPlaceOf(q.guid, w.q.name) // canDowngrade parsed w's name
-	q.named(q.path + "/" + name)
+	q.setNodePath(q.path + "/" + name)
 	if err := q.createBeside(ctx, w); err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func (l *Lease) monitor() {
 	var w ownWatchState
 	limit, stopLimit := l.holdLimit()
 	defer stopLimit()
-	dataWanted := l.dataWatch.asked() // a listing-watched lease's RevokeRequested
+	dataWanted := l.dataWatch.nodeWatchRequested() // a listing-watched lease's RevokeRequested
 	for {
 		var lost error
 		select {
@@ -46,14 +46,14 @@ func (l *Lease) monitor() {
 				l.revokeRequested()
 			}
 		case ev := <-w.own:
-			lost = w.fired(l, ev)
+			lost = w.onWatchEvent(l, ev)
 		case <-dataWanted:
 			dataWanted = nil
-			w.wantData(l)
+			w.onNodeWatchWanted(l)
 		case r := <-w.rewatch:
-			lost = w.set(l, r)
+			lost = w.onRewatch(l, r)
 		case <-w.again:
-			w.retry(l)
+			w.onRetryTimer(l)
 		case <-sessLost:
 			sessLost, lost = nil, q.lossCheck()
 		case <-presumed:
@@ -69,6 +69,10 @@ func (l *Lease) monitor() {
 	}
 }
 
+// listRecheck is how often a monitor looks again, after a child event seen
+// during a Release, whether the Release is over.
+const listRecheck = 10 * time.Millisecond
+
 // ownWatchState is the monitor's own-node watch: the channel it waits on,
 // the read setting it again, and the next attempt after a failed one.
 type ownWatchState struct {
@@ -79,8 +83,8 @@ type ownWatchState struct {
 	onNode  bool    // own is a watch on the node itself, set by a read
 }
 
-// fired handles an event of the watch and returns the loss it means, if any.
-func (w *ownWatchState) fired(l *Lease, ev zk.Event) error {
+// onWatchEvent handles an event of the watch and returns the loss it means, if any.
+func (w *ownWatchState) onWatchEvent(l *Lease, ev zk.Event) error {
 	w.own = nil
 	lost := l.ownNodeEvent(ev)
 	switch {
@@ -93,8 +97,8 @@ func (w *ownWatchState) fired(l *Lease, ev zk.Event) error {
 	return lost
 }
 
-// set handles the outcome of a read that set the watch again.
-func (w *ownWatchState) set(l *Lease, r result[ownWatch]) error {
+// onRewatch handles the outcome of a read that set the watch again.
+func (w *ownWatchState) onRewatch(l *Lease, r result[ownWatch]) error {
 	w.rewatch = nil
 	switch {
 	case r.err == nil:
@@ -115,9 +119,9 @@ func (w *ownWatchState) set(l *Lease, r result[ownWatch]) error {
 	return nil
 }
 
-// retry sets the watch again, unless a lease watched through its listing
+// onRetryTimer sets the watch again, unless a lease watched through its listing
 // is being released (listwatch.go): then it looks again later.
-func (w *ownWatchState) retry(l *Lease) {
+func (w *ownWatchState) onRetryTimer(l *Lease) {
 	w.again = nil
 	if l.q.listWatched && !l.held() {
 		w.again = time.After(listRecheck)
@@ -126,9 +130,9 @@ func (w *ownWatchState) retry(l *Lease) {
 	w.rewatch = l.watchOwnNode()
 }
 
-// wantData replaces a listing's watch with the own-node watch, which hears
+// onNodeWatchWanted replaces a listing's watch with the own-node watch, which hears
 // requests to release (RevokeRequested).
-func (w *ownWatchState) wantData(l *Lease) {
+func (w *ownWatchState) onNodeWatchWanted(l *Lease) {
 	if l.q.listWatched && !w.onNode && w.rewatch == nil && w.again == nil {
 		w.rewatch = l.watchOwnNode()
 	}

@@ -2,14 +2,10 @@ package zklock
 
 import (
 	"hash/maphash"
-	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/go-zookeeper/zk"
 )
 
-// The first listing's watch: a Mutex whose last acquisition held at once
+// The first listing's watch: a mutex whose last acquisitions held at once
 // expects this one to as well, and sends the listing behind its create with
 // a child watch on the lock path. If the listing shows its node first, the
 // node holds, its fencing token is the create's zxid, and that child watch
@@ -20,10 +16,11 @@ import (
 // A child event proves nothing by itself (someone joined, or left, or took
 // the holder's node), so the monitor reads the node on it, setting the
 // own-node watch from then on: its absence is the loss. While the lease is
-// being released the event is most likely its own delete, and the Release's
-// outcome says whose delete it was; the read waits until the Release is
-// over (listRecheck). A request to release arrives as a data change, which
-// a child watch does not see: RevokeRequested sets the own-node watch first.
+// being released (or has ended) the event is most likely its own delete,
+// and the Release's outcome says whose delete it was: the read waits until
+// the lease is held again, which it is only if the server refused the
+// delete. A request to release arrives as a data change, which a child
+// watch does not see: RevokeRequested sets the own-node watch first.
 //
 // A node that waited, or a listing that showed it behind others, never uses
 // the child watch: it fires at the next change of the path and is dropped,
@@ -47,20 +44,20 @@ const atOnceTrusted = 2 // acquisitions at once in a row before the next is expe
 
 func newAtOnce() *atOnce { return &atOnce{seed: maphash.MakeSeed()} }
 
-func (a *atOnce) slot(path string) (*atomic.Uint64, uint) {
+func (a *atOnce) slotOf(path string) (*atomic.Uint64, uint) {
 	h := maphash.String(a.seed, path)
 	return &a.words[h%uint64(len(a.words))], uint(h>>59) * 2 // 32 slots of 2 bits per word
 }
 
-// expected reports that the last acquisitions of path held at once.
-func (a *atOnce) expected(path string) bool {
-	w, shift := a.slot(path)
+// predicts reports that the last acquisitions of path held at once.
+func (a *atOnce) predicts(path string) bool {
+	w, shift := a.slotOf(path)
 	return (w.Load()>>shift)&3 >= atOnceTrusted
 }
 
-// record counts an acquisition of path that held at once, or starts over.
-func (a *atOnce) record(path string, held bool) {
-	w, shift := a.slot(path)
+// learn counts an acquisition of path that held at once, or starts over.
+func (a *atOnce) learn(path string, held bool) {
+	w, shift := a.slotOf(path)
 	for {
 		old := w.Load()
 		n := uint64(0)
@@ -73,17 +70,6 @@ func (a *atOnce) record(path string, held bool) {
 	}
 }
 
-// firstListing is the listing sent right behind a create, and the child
-// watch it set, if asked to.
-type firstListing struct {
-	children []string
-	ev       <-chan zk.Event
-}
-
-// listRecheck is how often a monitor looks again, after a child event seen
-// during a Release, whether the Release is over.
-const listRecheck = 10 * time.Millisecond
-
 // useListWatch makes the first listing's child watch q's own-node watch, if
 // q held at once by that listing and its fencing token came with the
 // create's reply; it reports whether it did. The lease then needs no read
@@ -95,33 +81,4 @@ func (q *queueNode) useListWatch() bool {
 	q.listWatched = true
 	q.finishFetch(ownRead{czxid: q.createZxid, owner: q.sess.id, ev: q.listEv}, nil)
 	return true
-}
-
-// dataWatch asks the monitor of a lease watched through its listing to set
-// the own-node watch, which hears requests to release; a no-op for others.
-type dataWatch struct {
-	once   sync.Once
-	wanted chan struct{} // nil unless the lease is watched through its listing
-}
-
-func newDataWatch(listWatched bool) *dataWatch {
-	if !listWatched {
-		return nil
-	}
-	return &dataWatch{wanted: make(chan struct{})}
-}
-
-func (d *dataWatch) want() {
-	if d != nil {
-		d.once.Do(func() { close(d.wanted) })
-	}
-}
-
-// asked is closed once the own-node watch is wanted; nil (never) for a
-// lease with its own-node watch from the start.
-func (d *dataWatch) asked() <-chan struct{} {
-	if d == nil {
-		return nil
-	}
-	return d.wanted
 }

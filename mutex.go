@@ -53,14 +53,14 @@ func (m *Mutex) TryAcquire(ctx context.Context) (*Lease, error) {
 }
 
 // acquire queues for m, watching the first listing when the client's last
-// acquisition of the path held at once, and remembers whether this one did
-// (listwatch.go).
+// acquisitions of the path were granted at once, and remembers whether this
+// one was (listwatch.go).
 func (m *Mutex) acquire(ctx context.Context, try bool) (*Lease, error) {
 	c := m.c
 	a := c.exclusive(ctx, m.path, try)
-	a.watchListing = c.wire != nil && c.opts.watchOwnNode && c.atOnce.expected(m.path)
+	a.watchListing = c.wire != nil && c.opts.watchOwnNode && c.atOnce.predicts(m.path)
 	l, err := c.acquire(ctx, a)
-	c.atOnce.record(m.path, l != nil && l.q.heldAtOnce)
+	c.atOnce.learn(m.path, l != nil && l.q.heldAtOnce)
 	return l, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,8 +38,8 @@ type queueNode struct {
 
 	watchListing bool            // the first listing sets a child watch (listwatch.go)
 	listEv       <-chan zk.Event // that watch, when the first listing set it and showed q's node
-	heldAtOnce   bool            // q held by its first listing: no wait, no other listing
-	listWatched  bool            // listEv is the lease's own-node watch (useListWatch)
+	heldAtOnce   bool            // q granted by its first listing: no wait, no other listing
+	listWatched  bool            // listEv is the lease's own-node watch (listwatch.go)
 
 	startOnce sync.Once     // one background read at most
 	fetchOnce sync.Once     // one outcome
@@ -80,16 +81,9 @@ type handOffProof struct {
 
 func (q *queueNode) full() string { return q.node }
 
-// named records the node's full path and its name under the lock path.
-func (q *queueNode) named(full string) {
+// setNodePath records the node's full path and its name under the lock path.
+func (q *queueNode) setNodePath(full string) {
 	q.node, q.name = full, full[len(q.path)+1:]
-}
-
-// createdNode is a create's outcome: the node's name and its session.
-type createdNode struct {
-	name    string
-	session int64
-	czxid   int64 // the creation zxid, from the reply as the wire saw it; 0 if unknown
 }
 
 // enqueue creates the caller's node and returns it with a listing of the lock
@@ -105,7 +99,7 @@ func (c *Client) enqueue(ctx context.Context, a ask, sess *session) (*queueNode,
 	if err != nil {
 		return nil, nil, err
 	}
-	q.named(node.name)
+	q.setNodePath(node.name)
 	q.seq, _ = lockpath.Seq(q.name)
 	q.createZxid = node.czxid
 	// The node belongs to the session the create ran in, which need not be
@@ -245,15 +239,6 @@ func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte, watch bo
 	return created, listed
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // testHookAfterCreate, set only by tests, runs between a create's reply and
 // the reading of its session.
 var testHookAfterCreate atomic.Pointer[func()]
@@ -340,4 +325,75 @@ func (q *queueNode) knownToken() int64 {
 		return q.czxid
 	}
 	return 0
+}
+
+// lostReply stands for a create whose reply was lost.
+func lostReply() <-chan result[createdNode] {
+	ch := make(chan result[createdNode], 1)
+	ch <- result[createdNode]{err: zk.ErrConnectionClosed}
+	return ch
+}
+
+// findByGUID looks in the lock path for a node carrying q's GUID that belongs
+// to the live session, after a create whose reply was lost. It returns a zero
+// createdNode if there is none. In the background (nobody waiting, possibly
+// during Close) it keeps going until it knows or the connection is closed.
+func (q *queueNode) findByGUID(ctx context.Context, background bool) (createdNode, error) {
+	c := q.c
+	r := c.retrier(ctx, nil)
+	if background {
+		r = c.cleanupRetrier(nil)
+	}
+	for {
+		var found createdNode
+		var err error
+		if background {
+			found, err = q.lookForGUID()
+		} else {
+			found, err = call(ctx, c, func() (createdNode, error) { return q.lookForGUID() })
+		}
+		switch kind := classify(err); {
+		case kind == errNone:
+			return found, nil
+		case kind == errSession, errors.Is(err, zk.ErrNoNode):
+			return createdNode{}, nil // no node of the live session carries it
+		case kind != errConnection:
+			return createdNode{}, err
+		}
+		if err := r.wait(); err != nil {
+			if background {
+				return createdNode{}, nil // the connection is closed: nothing of the session remains
+			}
+			return createdNode{}, err
+		}
+	}
+}
+
+// lookForGUID makes one search: it catches the server up with the leader (a
+// follower may not have applied the lost create yet), lists the lock path,
+// and adopts a node with q's GUID only if it belongs to the live session (a
+// node of an expired session may linger a moment).
+func (q *queueNode) lookForGUID() (createdNode, error) {
+	c := q.c
+	if _, err := c.conn.Sync(q.path); err != nil {
+		return createdNode{}, err
+	}
+	children, _, err := c.conn.Children(q.path)
+	if err != nil {
+		return createdNode{}, err
+	}
+	for _, name := range children {
+		if !strings.Contains(name, q.guid) {
+			continue
+		}
+		sid := c.conn.SessionID()
+		ok, stat, err := c.conn.Exists(q.path + "/" + name)
+		if err != nil {
+			return createdNode{}, err // unknown: look again rather than create a second node
+		}
+		if ok && stat.EphemeralOwner == sid {
+			return createdNode{name: name, session: sid, czxid: stat.Czxid}, nil
+		}
+	}
+	return createdNode{}, nil
 }

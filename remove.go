@@ -42,13 +42,13 @@ func (q *queueNode) removeCreated(r result[createdNode]) error {
 	c := q.c
 	switch classify(r.err) {
 	case errNone:
-		q.named(r.v.name)
+		q.setNodePath(r.v.name)
 	case errConnection:
 		found, _ := q.findByGUID(context.Background(), true)
 		if found.name == "" {
 			return nil
 		}
-		q.named(q.path + "/" + found.name)
+		q.setNodePath(q.path + "/" + found.name)
 	default:
 		return nil // never created, or gone with the session
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -47,7 +48,7 @@ func isRevokeRequest(data []byte) bool {
 // the own-node watch (one read). With WithOwnNodeWatch(false) the channel
 // never closes. A MultiLock's lease hears a request to any part.
 func (l *Lease) RevokeRequested() <-chan struct{} {
-	l.dataWatch.want()
+	l.dataWatch.requestNodeWatch()
 	return l.revoke
 }
 
@@ -69,7 +70,7 @@ func (l *Lease) revokeRequested() {
 // whenRevokeRequested runs fn once a release is asked for, or now if it
 // has been; fn runs under the lease's lock and must not block.
 func (l *Lease) whenRevokeRequested(fn func()) {
-	l.dataWatch.want()
+	l.dataWatch.requestNodeWatch()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if isDone(l.revoke) {
@@ -145,4 +146,33 @@ func writeRevoke(ctx context.Context, c *Client, node string) error {
 			return err
 		}
 	}
+}
+
+// dataWatch asks the monitor of a lease watched through its listing to set
+// the own-node watch, which hears requests to release; a no-op for others.
+type dataWatch struct {
+	once   sync.Once
+	wanted chan struct{} // nil unless the lease is watched through its listing
+}
+
+func newDataWatch(listWatched bool) *dataWatch {
+	if !listWatched {
+		return nil
+	}
+	return &dataWatch{wanted: make(chan struct{})}
+}
+
+func (d *dataWatch) requestNodeWatch() {
+	if d != nil {
+		d.once.Do(func() { close(d.wanted) })
+	}
+}
+
+// nodeWatchRequested is closed once the own-node watch is wanted; nil (never) for a
+// lease with its own-node watch from the start.
+func (d *dataWatch) nodeWatchRequested() <-chan struct{} {
+	if d == nil {
+		return nil
+	}
+	return d.wanted
 }

@@ -30,12 +30,12 @@ var (
 func (q *queueNode) waitTurn(ctx context.Context, rule lockpath.Rule, w watcher, children []string, try bool) error {
 	c := q.c
 	r := c.retrier(ctx, q.sess)
-	var before lockpath.Seen  // the nodes ahead at the last listing
-	joined := false           // a node joined ahead since a listing: list before holding
-	atOnce := children != nil // the first pass reads the listing made behind the create
+	var before lockpath.Seen      // the nodes ahead at the last listing
+	joined := false               // a node joined ahead since a listing: list before holding
+	fromCreate := children != nil // the first pass reads the listing made behind the create
 	for {
-		first := atOnce
-		atOnce = false
+		first := fromCreate
+		fromCreate = false
 		var err error
 		if children == nil {
 			children, err = w.list(ctx, q)
