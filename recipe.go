@@ -15,16 +15,6 @@ import (
 // zklock primitive would share the path.
 var ErrIncompatible = errors.New("zklock: the lock path is used by another recipe")
 
-// checkRecipe returns ErrIncompatible, naming the first node of children (a
-// listing of path) that a node named in style must not share path with, or
-// nil.
-func checkRecipe(path string, style lockpath.Style, children []string) error {
-	if name, r, ok := style.Foreign(children); ok {
-		return incompatible(path, name, r, style.Kind)
-	}
-	return nil
-}
-
 // readListing parses a listing of q's path once: its lock nodes in queue
 // order, or ErrIncompatible when a peer's node shares the path (checked on
 // every listing: a peer may come later).

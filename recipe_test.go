@@ -79,3 +79,11 @@ func FuzzCheckRecipe(f *testing.F) {
 		require.True(t, strings.Contains(err.Error(), name))
 	})
 }
+
+// checkRecipe is what a waiter's listing of path says of the recipes on it
+// (readListing): ErrIncompatible naming the first node that a node named in
+// style must not share path with, or nil.
+func checkRecipe(path string, style lockpath.Style, children []string) error {
+	_, err := (&queueNode{path: path, style: style}).readListing(children)
+	return err
+}

@@ -69,14 +69,6 @@ func (s Style) joins() []Recipe {
 	return []Recipe{mutexRecipe, kazooLockRecipe}
 }
 
-// Foreign returns the first of children (a listing of a lock path) that a
-// node named in style s must not share the path with, and whose it is; ok
-// is false when there is none.
-func (s Style) Foreign(children []string) (name string, r Recipe, ok bool) {
-	l := s.Read(children)
-	return l.Foreign, l.Recipe, l.Foreign != ""
-}
-
 // Listing is a lock path's children read once: its lock nodes in queue
 // order, and the first child that a node of the reading style must not
 // share the path with. A waiter reads one on every wake-up, so each name is
