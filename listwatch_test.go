@@ -93,6 +93,31 @@ func TestListWatchedHolderHearsARevokeOnceItListens(t *testing.T) {
 	require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
 }
 
+// A request to release written while the holder is disconnected, and a
+// RevokeRequested called before it reconnects: the read it asks for waits
+// for the new connection, and hears the request there.
+func TestListWatchedRevokeAskedWhileDisconnected(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, quietSession)
+	l := atOnceLease(t, mustMutex(t, c, p))
+	proxy.Block(true)
+	proxy.Cut()
+	_, err := obs.Set(l.Node(), []byte("__REVOKE__"), -1)
+	require.NoError(t, err)
+	revoked := l.RevokeRequested()
+	proxy.Block(false)
+	select {
+	case <-revoked:
+	case <-l.Done():
+		t.Fatalf("the lease ended before it heard the request: %v", l.Err())
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request to release was not heard after the reconnect")
+	}
+	require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
+}
+
 // A delete the server refuses leaves a listing-watched lease held and
 // watched: the deletion of its node by someone allowed to ends it.
 func TestListWatchedRefusedReleaseKeepsLeaseWatched(t *testing.T) {
@@ -121,7 +146,7 @@ func TestListWatchedHolderHearsADeletionAcrossAReconnect(t *testing.T) {
 	p := lockPath(t)
 	obs := observer(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
-	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(4*time.Second))
+	c := connectVia(t, []string{proxy.Addr()}, quietSession)
 	l := atOnceLease(t, mustMutex(t, c, p))
 	proxy.Block(true)
 	proxy.Cut()

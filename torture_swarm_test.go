@@ -266,7 +266,10 @@ const (
 // monitor's re-read that sets the own-node watch again is on the wire when
 // the fault cuts the connection. The request must still be heard, and once
 // the test deletes the node the lease must end (row 1: a monitor that gave
-// the watch up held on beside the next holder).
+// the watch up held on beside the next holder). Half the time the client
+// first takes the lock twice, so that a lease granted at once is watched
+// through its listing: it sets its node's watch only when RevokeRequested
+// is called, after the cut, and must still hear within the same bound.
 func (tt *torture) revokeCut(s *slot, f fault) {
 	c := s.client(tt.ctx)
 	if c == nil {
@@ -290,6 +293,9 @@ func (tt *torture) revokeCut(s *slot, f fault) {
 	} else {
 		var m *zklock.Mutex
 		if m, err = c.NewMutex(o.lp(path)); err == nil {
+			if f.u2 < 0.5 {
+				o.warmAtOnce(ctx, m)
+			}
 			l, err = m.Acquire(ctx)
 		}
 	}
@@ -300,6 +306,9 @@ func (tt *torture) revokeCut(s *slot, f fault) {
 	}
 	r := o.granted("revoke", l, at, time.Minute, "")
 	defer o.release(r, l.Release)
+	if zklock.ListWatched(l) {
+		tt.counts.add("revoke.listwatched")
+	}
 	how := "asked to release"
 	if proclaim {
 		how = "proclaimed"
@@ -339,13 +348,14 @@ func (tt *torture) revokeCut(s *slot, f fault) {
 	}
 
 	if !proclaim {
+		listened := monoNow()
 		select {
 		case <-l.RevokeRequested():
 			tt.counts.add("revoke.heard")
 		case <-l.Done():
 		case <-time.After(deletionBound):
-			tt.lg.violate("%s: the request to release %s, stored at %s, was not heard within %v, and the lease holds",
-				o.who, r.node, tt.lg.at(at), deletionBound)
+			tt.lg.violate("%s: the request to release %s (granted at %s, watched through its listing: %v), asked for and cut at %s, was not heard within %v, and the lease holds",
+				o.who, r.node, tt.lg.at(at), zklock.ListWatched(l), tt.lg.at(listened), deletionBound)
 		}
 	}
 	if isClosed(l.Done()) {
@@ -360,6 +370,19 @@ func (tt *torture) revokeCut(s *slot, f fault) {
 	select {
 	case <-l.Done():
 	case <-time.After(deletionBound + 500*time.Millisecond): // the checker reports it (deletedEnds)
+	}
+}
+
+// warmAtOnce takes and gives up m twice: if both held at once, the next
+// acquisition expects to, and its lease is watched through its listing,
+// which hears a request to release only once RevokeRequested asks.
+func (o *op) warmAtOnce(ctx context.Context, m *zklock.Mutex) {
+	for range 2 {
+		l, err := m.Acquire(ctx)
+		if err != nil {
+			return
+		}
+		o.release(o.granted("revoke_warm", l, monoNow(), time.Minute, ""), l.Release)
 	}
 }
 

@@ -852,15 +852,26 @@ func (o *op) reenter(rm *zklock.ReentrantMutex, ctx context.Context, l *zklock.L
 	}
 }
 
+// cutIfArmed cuts the connection before a release if that fault is armed
+// and no other fault is under way on the client (revokeCut's bound counts on
+// one fault at a time); a busy client keeps it armed for a later release.
+func (o *op) cutIfArmed(r *leaseRec) {
+	if !o.s.cutBeforeRelease.Load() || !o.s.busy.CompareAndSwap(false, true) {
+		return
+	}
+	defer o.s.busy.Store(false)
+	if o.s.cutBeforeRelease.CompareAndSwap(true, false) {
+		o.s.proxy.Cut()
+		o.tt.began(fCutBeforeRelease, "c%d before releasing %s", o.s.idx, r.node)
+	}
+}
+
 // release gives a lease up, after a cut of the connection if that fault is
 // armed. Release may only return nil, the loss, ctx's error, or ErrNotHeld
 // after Close released it: anything else means the library gave up on a
 // delete it should have retried, and its node may block the queue.
 func (o *op) release(r *leaseRec, fn func(context.Context) error) {
-	if o.s.cutBeforeRelease.CompareAndSwap(true, false) {
-		o.s.proxy.Cut()
-		o.tt.began(fCutBeforeRelease, "c%d before releasing %s", o.s.idx, r.node)
-	}
+	o.cutIfArmed(r)
 	o.tt.lg.ended(r, monoNow(), zklock.ErrReleased)
 	for range 3 {
 		// Every other Release has no deadline of its own: the time contract
