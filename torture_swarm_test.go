@@ -267,9 +267,10 @@ const (
 // the fault cuts the connection. The request must still be heard, and once
 // the test deletes the node the lease must end (row 1: a monitor that gave
 // the watch up held on beside the next holder). Half the time the client
-// first takes the lock twice, so that a lease granted at once is watched
-// through its listing: it sets its node's watch only when RevokeRequested
-// is called, after the cut, and must still hear within the same bound.
+// first takes a path of its own twice, so that its lease, granted at once,
+// is watched through its listing: it sets its node's watch only when
+// RevokeRequested is called, after the cut, and must still hear within the
+// same bound.
 func (tt *torture) revokeCut(s *slot, f fault) {
 	c := s.client(tt.ctx)
 	if c == nil {
@@ -277,6 +278,10 @@ func (tt *torture) revokeCut(s *slot, f fault) {
 	}
 	proclaim := f.flag
 	path := tt.cfg.paths[f.path]
+	warm := !proclaim && f.u2 < 0.5
+	if warm { // a path of its own, which only this fault takes: held at once
+		path = fmt.Sprintf("%s/revoke/c%d/lock", tt.cfg.root, s.idx)
+	}
 	o := &op{tt: tt, s: s, c: c, who: fmt.Sprintf("c%d/revoke", s.idx), path: path}
 	ctx, cancel := context.WithTimeout(tt.ctx, 5*time.Second)
 	defer cancel()
@@ -293,7 +298,7 @@ func (tt *torture) revokeCut(s *slot, f fault) {
 	} else {
 		var m *zklock.Mutex
 		if m, err = c.NewMutex(o.lp(path)); err == nil {
-			if f.u2 < 0.5 {
+			if warm {
 				o.warmAtOnce(ctx, m)
 			}
 			l, err = m.Acquire(ctx)
