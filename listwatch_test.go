@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
@@ -38,6 +39,19 @@ func atOnceLease(t *testing.T, m *zklock.Mutex) *zklock.Lease {
 	require.EqualValues(t, 1, after.Int("zk_cnt_updatelatency")-before.Int("zk_cnt_updatelatency"), "writes")
 	require.EqualValues(t, 1, after.Int("zk_cnt_readlatency")-before.Int("zk_cnt_readlatency"), "reads: the listing only")
 	return l
+}
+
+// disconnectedAtOnceLease takes a lease watched through its listing on a
+// client behind a proxy, then cuts the client off: it is blocked until the
+// test unblocks the proxy. obs is a direct connection.
+func disconnectedAtOnceLease(t *testing.T) (*zklock.Lease, *zk.Conn, *zktest.Proxy) {
+	t.Helper()
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, quietSession)
+	l := atOnceLease(t, mustMutex(t, c, lockPath(t)))
+	proxy.Block(true)
+	proxy.Cut()
+	return l, observer(t), proxy
 }
 
 func requireLost(t *testing.T, l *zklock.Lease, what string) {
@@ -97,13 +111,7 @@ func TestListWatchedHolderHearsARevokeOnceItListens(t *testing.T) {
 // RevokeRequested called before it reconnects: the read it asks for waits
 // for the new connection, and hears the request there.
 func TestListWatchedRevokeAskedWhileDisconnected(t *testing.T) {
-	p := lockPath(t)
-	obs := observer(t)
-	proxy := zktest.NewProxy(t, cluster.Addrs()...)
-	c := connectVia(t, []string{proxy.Addr()}, quietSession)
-	l := atOnceLease(t, mustMutex(t, c, p))
-	proxy.Block(true)
-	proxy.Cut()
+	l, obs, proxy := disconnectedAtOnceLease(t)
 	_, err := obs.Set(l.Node(), []byte("__REVOKE__"), -1)
 	require.NoError(t, err)
 	revoked := l.RevokeRequested()
@@ -143,13 +151,7 @@ func TestListWatchedRefusedReleaseKeepsLeaseWatched(t *testing.T) {
 // listing's watch again on the new connection, the server fires it, and the
 // lease ends.
 func TestListWatchedHolderHearsADeletionAcrossAReconnect(t *testing.T) {
-	p := lockPath(t)
-	obs := observer(t)
-	proxy := zktest.NewProxy(t, cluster.Addrs()...)
-	c := connectVia(t, []string{proxy.Addr()}, quietSession)
-	l := atOnceLease(t, mustMutex(t, c, p))
-	proxy.Block(true)
-	proxy.Cut()
+	l, obs, proxy := disconnectedAtOnceLease(t)
 	require.NoError(t, obs.Delete(l.Node(), -1))
 	proxy.Block(false)
 	requireLost(t, l, "its node was deleted while it was disconnected")
