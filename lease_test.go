@@ -222,6 +222,25 @@ func TestShortDisconnectKeepsLease(t *testing.T) {
 	require.Empty(t, lockChildren(t, obs, p))
 }
 
+// A dropped connection to one address (a load balancer, a standalone
+// server) is made again at once, not after the second go-zookeeper sleeps at
+// the start of a round through its list: a lease whose loss window (80 % of
+// a 1 s session) is shorter than that second keeps its lock.
+func TestDroppedConnectionToOneAddressIsMadeAgainAtOnce(t *testing.T) {
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(time.Second))
+	l, err := mustMutex(t, c, lockPath(t)).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	tokenOf(l)
+	accepted := proxy.Accepted()
+	proxy.Cut()
+	eventually(t, "a new connection on the session", func() bool {
+		return proxy.Accepted() > accepted && c.Conn().State() == zk.StateHasSession
+	})
+	require.NoError(t, l.Err(), "the lease outlives the cut")
+	require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
+}
+
 // A Release that finds its node already gone (an operator deleted it; with
 // the own-node watch off nothing else noticed) reports the loss, and Err
 // says the same: the critical section was not protected to the end.

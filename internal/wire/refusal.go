@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -106,17 +107,33 @@ func (w *Tap) Hopeless() <-chan struct{} { return w.refused.hopeless }
 // HostProvider returns go-zookeeper's DNS host provider (zk.WithHostProvider),
 // telling the Tap which address is dialled next and when a round through the
 // list begins.
+//
+// go-zookeeper sleeps a second, and fails the requests queued meanwhile, at
+// the start of each round. With one address (a load balancer, a standalone
+// server) every reconnect starts a round, so every dropped connection cost a
+// second of the session timeout; with several, the first attempt goes to the
+// next server at once. The first attempt after a connection that worked now
+// goes at once with one address too; a failed one starts the round as before.
 func (w *Tap) HostProvider() zk.HostProvider {
-	return hostRounds{zk.NewDNSHostProvider(), w}
+	return hostRounds{zk.NewDNSHostProvider(), w, new(atomic.Bool)}
 }
 
 type hostRounds struct {
 	*zk.DNSHostProvider
-	w *Tap
+	w         *Tap
+	connected *atomic.Bool // a connection was made, and no attempt has followed it
+}
+
+func (h hostRounds) Connected() {
+	h.DNSHostProvider.Connected()
+	h.connected.Store(true)
 }
 
 func (h hostRounds) Next() (string, bool) {
 	addr, retryStart := h.DNSHostProvider.Next()
+	if h.connected.Swap(false) {
+		retryStart = false
+	}
 	h.w.mu.Lock()
 	h.w.refused.next(addr, retryStart)
 	h.w.mu.Unlock()

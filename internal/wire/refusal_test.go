@@ -58,3 +58,32 @@ func TestPurePermanentCauseSeesThroughWrapping(t *testing.T) {
 		t.Fatal("a transient error is permanent")
 	}
 }
+
+// With one address, go-zookeeper starts a round (a second's sleep, and the
+// queued requests failed) before every attempt; the first attempt after a
+// connection that worked goes at once, and a failed one starts the round.
+func TestPureFirstAttemptAfterAConnectionGoesAtOnce(t *testing.T) {
+	h := New(Config{}).HostProvider()
+	if err := h.Init([]string{"127.0.0.1:2181"}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		connected  bool // Connected is called before this Next
+		retryStart bool
+	}{
+		{false, false}, // the first dial
+		{false, true},  // it failed: a new round
+		{true, false},  // connected, then dropped: at once
+		{false, true},  // that attempt failed: a new round
+		{true, false},
+		{true, false},
+	}
+	for i, s := range steps {
+		if s.connected {
+			h.Connected()
+		}
+		if _, got := h.Next(); got != s.retryStart {
+			t.Fatalf("step %d: retryStart %v, want %v", i, got, s.retryStart)
+		}
+	}
+}
