@@ -405,13 +405,13 @@ func TestErrorsWrapZooKeeperErrors(t *testing.T) {
 // The request budget, counted by the server: per uncontended acquisition and
 // release, 2 writes (create, delete), 1 read (the listing pipelined with the
 // create, whose child watch is the holder's watch: the path was taken at once
-// twice before), and 1 watch event (that watch, fired by the delete). The token comes
-// with the create's reply.
+// twice before), and 1 watch event (that watch, fired by the delete). The
+// token comes with the create's reply.
 func TestRequestCostUncontended(t *testing.T) {
 	p := lockPath(t)
 	m, err := connect(t, zklock.WithCleanupDelay(0), quietSession).NewMutex(p)
 	require.NoError(t, err)
-	for range 2 { // creates the parents; twice at once: the next expect to be
+	for range 2 { // creates the parents; twice at once, so the next are expected at once
 		l, err := m.Acquire(context.Background())
 		require.NoError(t, err)
 		tokenOf(l) // its background own-node read is done before the count
