@@ -4,7 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
-	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -113,31 +113,76 @@ func (w *Tap) Hopeless() <-chan struct{} { return w.refused.hopeless }
 // server) every reconnect starts a round, so every dropped connection cost a
 // second of the session timeout; with several, the first attempt goes to the
 // next server at once. The first attempt after a connection that worked now
-// goes at once with one address too; a failed one starts the round as before.
+// goes at once with one address too (see atOnce); any other starts the round
+// as before.
 func (w *Tap) HostProvider() zk.HostProvider {
-	return hostRounds{zk.NewDNSHostProvider(), w, new(atomic.Bool)}
+	return &hostRounds{DNSHostProvider: zk.NewDNSHostProvider(), w: w, now: w.now, connectedAt: -1}
 }
+
+// atOnceEvery is both how long a connection must last to count as having
+// worked without a reply, and the least time between two attempts that skip
+// go-zookeeper's sleep: that sleep itself (a second), so that no server
+// behaviour makes the client reconnect faster than go-zookeeper's own
+// back-off would, on average.
+const atOnceEvery = time.Second
 
 type hostRounds struct {
 	*zk.DNSHostProvider
-	w         *Tap
-	connected *atomic.Bool // a connection was made, and no attempt has followed it
+	w   *Tap
+	now func() int64 // the Tap's clock (ns since its epoch); a test's in pure tests
+
+	// Under w.mu.
+	connectedAt int64 // when the newest connection's handshake was answered; -1: no connection since the last attempt
+	lastAtOnce  int64 // when the last attempt that skipped the sleep was made
+	wentAtOnce  bool  // some attempt skipped the sleep (lastAtOnce is set)
 }
 
-func (h hostRounds) Connected() {
+// Connected is called by go-zookeeper once a connection's handshake is
+// answered, before any other request is sent on it.
+func (h *hostRounds) Connected() {
 	h.DNSHostProvider.Connected()
-	h.connected.Store(true)
+	h.w.mu.Lock()
+	h.connectedAt = h.now()
+	h.w.mu.Unlock()
 }
 
-func (h hostRounds) Next() (string, bool) {
+func (h *hostRounds) Next() (string, bool) {
 	addr, retryStart := h.DNSHostProvider.Next()
-	if h.connected.Swap(false) {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	if retryStart && h.atOnce() {
 		retryStart = false
 	}
-	h.w.mu.Lock()
+	h.connectedAt = -1
 	h.w.refused.next(addr, retryStart)
-	h.w.mu.Unlock()
 	return addr, retryStart
+}
+
+// atOnce reports whether the attempt about to be made may skip
+// go-zookeeper's sleep, and if so records it; w.mu is held.
+//
+// "Connected" is not "worked": go-zookeeper reports a connection as soon as
+// its handshake is answered, and a server (or a proxy, or a load balancer)
+// that answers the handshake and closes would have the client reconnect in
+// a hot loop (2 000 connections and a full core in 3 s, issue 39). So the
+// connection must have worked: a request sent after its handshake was
+// answered (the Tap's contact is that late), or it lasted atOnceEvery. And
+// an answer is not proof enough either (a server refusing the credentials
+// sent again after the handshake answers that request with AUTH_FAILED and
+// closes), so at most one attempt in atOnceEvery skips the sleep: a single
+// blip is mended at once, and a server that keeps closing costs no more
+// connections than go-zookeeper's own back-off allows.
+func (h *hostRounds) atOnce() bool {
+	if h.connectedAt < 0 {
+		return false // the last attempt failed, or this is the first
+	}
+	now := h.now()
+	worked := h.w.contact > h.connectedAt || now-h.connectedAt >= int64(atOnceEvery)
+	if !worked || (h.wentAtOnce && now-h.lastAtOnce < int64(atOnceEvery)) {
+		return false
+	}
+	h.lastAtOnce, h.wentAtOnce = now, true
+	return true
 }
 
 // isDone reports whether ch is closed.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"time"
 )
 
 var (
@@ -60,30 +61,49 @@ func TestPurePermanentCauseSeesThroughWrapping(t *testing.T) {
 }
 
 // With one address, go-zookeeper starts a round (a second's sleep, and the
-// queued requests failed) before every attempt; the first attempt after a
-// connection that worked goes at once, and a failed one starts the round.
-func TestPureFirstAttemptAfterAConnectionGoesAtOnce(t *testing.T) {
-	h := New(Config{}).HostProvider()
+// queued requests failed) before every attempt. The first attempt after a
+// connection that worked goes at once; one after a failed attempt, or after
+// a connection whose handshake alone was answered and that did not last,
+// starts the round; and at most one attempt a second goes at once.
+func TestPureFirstAttemptAfterAConnectionThatWorkedGoesAtOnce(t *testing.T) {
+	w := New(Config{})
+	h := w.HostProvider().(*hostRounds)
+	var now int64
+	h.now = func() int64 { return now }
 	if err := h.Init([]string{"127.0.0.1:2181"}); err != nil {
 		t.Fatal(err)
 	}
+	const ms = int64(time.Millisecond)
 	steps := []struct {
-		connected  bool // Connected is called before this Next
+		what       string
+		connected  int64 // Connected is called at this time (ms) before this Next; 0: not
+		answered   int64 // a request sent at this time (ms) after the handshake was answered; 0: none
+		at         int64 // Next is called at this time (ms)
 		retryStart bool
 	}{
-		{false, false}, // the first dial
-		{false, true},  // it failed: a new round
-		{true, false},  // connected, then dropped: at once
-		{false, true},  // that attempt failed: a new round
-		{true, false},
-		{true, false},
+		{"the first dial", 0, 0, 1, false},
+		{"it failed: a new round", 0, 0, 10, true},
+		{"worked (a request answered), then dropped: at once", 1000, 1005, 1010, false},
+		{"that attempt failed: a new round", 0, 0, 1020, true},
+		{"the handshake answered, then closed: a new round", 2030, 0, 2040, true},
+		{"again (the Tap's contact is older than the handshake)", 3040, 0, 3050, true},
+		{"no reply but lasted a second: at once", 4050, 0, 5060, false},
+		{"worked, but an attempt went at once 20 ms ago: a new round", 5070, 5071, 5080, true},
+		{"worked, the last attempt at once a second ago: at once", 6070, 6075, 6080, false},
 	}
-	for i, s := range steps {
-		if s.connected {
+	for _, s := range steps {
+		if s.connected != 0 {
+			now = s.connected * ms
 			h.Connected()
 		}
+		if s.answered != 0 {
+			w.mu.Lock()
+			w.contact = s.answered * ms
+			w.mu.Unlock()
+		}
+		now = s.at * ms
 		if _, got := h.Next(); got != s.retryStart {
-			t.Fatalf("step %d: retryStart %v, want %v", i, got, s.retryStart)
+			t.Fatalf("%s: retryStart %v, want %v", s.what, got, s.retryStart)
 		}
 	}
 }
