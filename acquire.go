@@ -93,6 +93,7 @@ func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 		return nil, err
 	}
 	defer scope.end()
+	defer c.keep.want()() // a grant must find the leader's word fresh
 	start := time.Now()
 	a.startTrace(ctx, c.opts.tracer)
 	l, err := c.acquireQueued(ctx, a)

@@ -33,6 +33,7 @@ type Client struct {
 	parents *parentMaker // parents.go's, under its own lock
 	cleaner *cleaner
 	clock   *lossClock
+	keep    *keepAlive // nil without a wire: no leader's word to keep
 	atOnce  *atOnce // which paths' last acquisitions held at once (listwatch.go)
 }
 
@@ -61,6 +62,14 @@ func newClient(conn *zk.Conn, own bool, w *wire.Tap, o options) *Client {
 		defer c.wg.Done()
 		c.clock.run(c.closing)
 	}()
+	if w != nil {
+		c.keep = newKeepAlive(conn, w, o.sessionTimeout, c.clock.untilLossDeadline)
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.keep.run(c.closing)
+		}()
+	}
 	return c
 }
 

@@ -16,7 +16,7 @@ func (c *Client) onEvent(ev zk.Event) {
 	switch ev.State {
 	case zk.StateHasSession:
 		c.session.sync()
-		if !c.clock.due() {
+		if !c.clock.silent() {
 			states.set(StateConnected) // or reconnected, after a drop
 		}
 	case zk.StateExpired:

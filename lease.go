@@ -29,6 +29,7 @@ type Lease struct {
 	reentry *reentrantHold
 	ext     interface{ Release(context.Context) error } // a holding kept outside ZooKeeper, by a test double; q has no client then
 	since   time.Time                                   // granted
+	unkeep  func()                                      // ends the keep-alive's demand (keepalive.go)
 
 	presumed    chan struct{} // closed when the connection dropped and there is no wire clock
 	presumeOnce sync.Once
@@ -73,6 +74,7 @@ func newLease(q *queueNode) *Lease {
 	if !c.register(l) {
 		return nil
 	}
+	l.unkeep = c.keep.want()
 	if err := q.lossCheck(); err != nil {
 		l.lose(err)
 	}
@@ -376,7 +378,12 @@ func (l *Lease) lose(err error) {
 }
 
 // forget takes l off its client's held leases.
-func (l *Lease) forget() { l.c.forget(l) }
+func (l *Lease) forget() {
+	l.c.forget(l)
+	if l.unkeep != nil {
+		l.unkeep()
+	}
+}
 
 // releaseOnClose ends a lease still held when its client closes, and deletes
 // its node within ctx.

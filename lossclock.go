@@ -16,6 +16,12 @@ import (
 // lease's monitor wakes and applies the rule itself (Client.lossCheck). The
 // wire wakes it early when a nap may outlast a deadline: the grant arrived
 // or changed, or contact resumed after the deadline passed.
+//
+// Two clocks: the loss deadline counts from the leader's word on the
+// session (the wire's LeaderContact, kept fresh by keepAlive while leases
+// are held), since a follower cut off from its leader answers for seconds
+// after the leader stopped hearing of the session; the state users see and
+// whether ZooKeeper answers at all count from any server's answer.
 type lossClock struct {
 	wire        *wire.Tap // nil when the caller brought the connection
 	conn        *zk.Conn
@@ -51,6 +57,10 @@ func (k *lossClock) current() <-chan struct{} {
 // due reports that the wire's loss deadline has passed.
 func (k *lossClock) due() bool { return k.wire != nil && k.untilLossDeadline() <= 0 }
 
+// silent reports that no server has answered for as long as a lease would
+// be trusted: the state users see is lost.
+func (k *lossClock) silent() bool { return k.wire != nil && k.untilSilent() <= 0 }
+
 // run ticks until closing closes.
 func (k *lossClock) run(closing <-chan struct{}) {
 	t := time.NewTimer(k.checkInterval())
@@ -74,9 +84,10 @@ func (k *lossClock) run(closing <-chan struct{}) {
 // tick applies the loss rule once and returns how long to nap.
 func (k *lossClock) tick() time.Duration {
 	k.session.sync() // a session change that no event announced ends its leases
-	var contact time.Time
+	var heard, proven time.Time
 	if k.wire != nil {
-		contact, _ = k.wire.LastContact()
+		heard, _ = k.wire.LastContact()
+		proven = k.wire.LeaderContact()
 	}
 	k.mu.Lock()
 	due := k.due()
@@ -84,22 +95,28 @@ func (k *lossClock) tick() time.Duration {
 		close(k.alarm)
 	}
 	k.mu.Unlock()
-	k.reportContact(due)
-	if !due {
+	silent := k.silent()
+	k.reportContact(silent)
+	if !due && !silent {
 		return k.checkInterval()
 	}
-	// Past the deadline: nothing to wait for until contact resumes, and the
+	// Past a deadline: nothing to wait for until contact resumes, and the
 	// wire says when it does (a new lease's deadline may come soon after).
-	k.wire.WatchContact(contact)
-	return k.granted() / 3
+	if silent {
+		k.wire.WatchContact(heard)
+	}
+	if due {
+		k.wire.WatchLeaderContact(proven)
+	}
+	return min(k.checkInterval(), k.granted()/3)
 }
 
 // reportContact moves the session state on what the clock saw: lost past
 // the deadline, reconnected when contact came back on the same session
 // (after a stall no event announces that).
-func (k *lossClock) reportContact(due bool) {
+func (k *lossClock) reportContact(silent bool) {
 	switch {
-	case due:
+	case silent:
 		k.states.set(StateLost)
 	case k.states.get() == StateLost && k.session.connSession() != 0:
 		k.states.set(StateConnected) // from lost: reconnected
@@ -113,13 +130,28 @@ func (k *lossClock) answering() bool {
 	if k.conn.State() != zk.StateHasSession {
 		return false
 	}
-	return k.wire == nil || k.untilLossDeadline() > 0
+	return k.wire == nil || k.untilSilent() > 0
 }
 
-// untilLossDeadline returns how long until leases must be presumed lost.
+// untilLossDeadline returns how long until leases must be presumed lost:
+// the loss fraction of the granted timeout after the leader last heard of
+// the session.
 func (k *lossClock) untilLossDeadline() time.Duration {
-	contact, _ := k.wire.LastContact()
-	return time.Until(contact.Add(time.Duration(float64(k.granted())*lossFraction) - k.followerLag))
+	return time.Until(k.wire.LeaderContact().Add(k.trusted()))
+}
+
+// untilSilent returns how long until the client has heard from no server
+// for as long as a lease is trusted.
+func (k *lossClock) untilSilent() time.Duration {
+	heard, _ := k.wire.LastContact()
+	return time.Until(heard.Add(k.trusted()))
+}
+
+// trusted is how long after the leader last heard of the session a lease
+// is trusted: the loss fraction of the granted timeout, less the deprecated
+// WithFollowerLag.
+func (k *lossClock) trusted() time.Duration {
+	return time.Duration(float64(k.granted())*lossFraction) - k.followerLag
 }
 
 // checkInterval is how long the loss clock sleeps between loss checks: until
@@ -129,7 +161,12 @@ func (k *lossClock) untilLossDeadline() time.Duration {
 func (k *lossClock) checkInterval() time.Duration {
 	d := k.granted() / 3
 	if k.wire != nil {
-		d = min(d, k.untilLossDeadline())
+		if until := k.untilLossDeadline(); until > 0 {
+			d = min(d, until)
+		}
+		if until := k.untilSilent(); until > 0 {
+			d = min(d, until)
+		}
 	}
 	return max(d, time.Millisecond)
 }

@@ -38,6 +38,8 @@ type Tap struct {
 	writes   uint64         // packets written, over all connections
 	expected []*Expectation // packets awaited by what they carry
 	contact  int64          // send time (ns since epoch) of the newest request the server answered
+	proven   int64          // send time of the newest request the leader is known to have heard (proof.go)
+	current  *wireConn      // the newest connection: where a sync would go
 	granted  time.Duration  // session timeout from the newest connect response
 	dials    uint64         // connections opened so far: the connection epoch
 
@@ -46,6 +48,7 @@ type Tap struct {
 	// contactWatched (the clock found the deadline passed: contact resumed).
 	rearm          chan struct{}
 	contactWatched bool
+	provenWatched  bool // as contactWatched, for the leader's contact
 
 	tls         *tls.Config // every connection is TLS, the handshake done in dial
 	chroot      *chroot     // the connect string's chroot, nil for none
@@ -116,6 +119,7 @@ func (w *Tap) Dial(network, address string, timeout time.Duration) (net.Conn, er
 	}
 	w.refused.outcome(address, nil)
 	w.conns[c] = struct{}{}
+	w.current = c
 	w.dials++ // before go-zookeeper reads a byte of the new connection
 	return c, nil
 }
@@ -200,7 +204,7 @@ const silentAfter = 250 * time.Millisecond
 func (c *wireConn) unanswered(before int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.frames == 0 && len(c.sent) > 0 && c.sent[0] <= before
+	return c.frames == 0 && len(c.sent) > 0 && c.sent[0].at <= before
 }
 
 // writeCount is how many packets were written.

@@ -58,7 +58,20 @@ func join(frames ...[]byte) []byte {
 // testConn is a wireConn whose requests were sent at the given times (ns
 // since the wire's epoch), oldest first.
 func testConn(sent ...int64) *wireConn {
-	return &wireConn{w: New(Config{}), sent: append([]int64(nil), sent...)}
+	c := &wireConn{w: New(Config{}), wrote: true}
+	for _, at := range sent {
+		c.sent = append(c.sent, sentReq{at: at})
+	}
+	return c
+}
+
+// sentTimes is when c's unanswered requests were sent, oldest first.
+func sentTimes(c *wireConn) []int64 {
+	times := []int64{}
+	for _, r := range c.sent {
+		times = append(times, r.at)
+	}
+	return times
 }
 
 // wireState is what parsing decides; two parses of one stream must agree on
@@ -76,7 +89,7 @@ type wireState struct {
 
 func stateOf(c *wireConn) wireState {
 	return wireState{
-		sent:     append([]int64{}, c.sent...),
+		sent:     sentTimes(c),
 		lenBytes: append([]byte{}, c.lenBuf[:c.lenN]...),
 		left:     c.left,
 		head:     append([]byte{}, c.head[:c.headN]...),
@@ -140,7 +153,7 @@ func TestPureWireRefusedSessionKeepsGrant(t *testing.T) {
 		assert.Equal(t, 6*time.Second, c.w.granted, "timeout %d", timeout)
 		// The refused connect still consumed its send time, so any reply
 		// after it lines up with its own request.
-		assert.Equal(t, []int64{20}, c.sent, "timeout %d", timeout)
+		assert.Equal(t, []int64{20}, sentTimes(c), "timeout %d", timeout)
 		assert.Zero(t, c.w.contact, "timeout %d: a refused session is no news of a live one", timeout)
 	}
 }
@@ -196,7 +209,7 @@ func TestPureWireNotificationsAnswerNothing(t *testing.T) {
 	c := testConn(10, 20)
 	require.NoError(t, c.parse(join(connectResponse(4000, 1), notification("/a"), notification("/b"))))
 	assert.Equal(t, int64(10), c.w.contact)
-	assert.Equal(t, []int64{20}, c.sent, "a watch event must not pop a send time")
+	assert.Equal(t, []int64{20}, sentTimes(c), "a watch event must not pop a send time")
 	require.NoError(t, c.parse(reply(1)))
 	assert.Equal(t, int64(20), c.w.contact)
 }
@@ -207,7 +220,7 @@ func TestPureWireSeveralFramesInOneRead(t *testing.T) {
 	require.NoError(t, c.parse(stream))
 	assert.Equal(t, 6, c.frames)
 	assert.Equal(t, int64(50), c.w.contact, "four requests answered after the connect")
-	assert.Equal(t, []int64{60}, c.sent)
+	assert.Equal(t, []int64{60}, sentTimes(c))
 	assert.Equal(t, 4*time.Second, c.w.granted)
 	assert.Zero(t, c.left)
 	assert.Zero(t, c.lenN)
@@ -265,7 +278,7 @@ func TestPureWireConnReadWrite(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, uint64(6), w.writeCount())
-	sent := append([]int64(nil), c.sent...)
+	sent := sentTimes(c)
 	buf := make([]byte, 64)
 	for {
 		if _, err := c.Read(buf); err != nil {
@@ -276,7 +289,7 @@ func TestPureWireConnReadWrite(t *testing.T) {
 	contact, granted := w.LastContact()
 	assert.Equal(t, 4*time.Second, granted)
 	assert.Equal(t, w.epoch.Add(time.Duration(sent[4])), contact, "five of six requests answered")
-	assert.Equal(t, sent[5:], c.sent)
+	assert.Equal(t, sent[5:], sentTimes(c))
 }
 
 // scriptedConn replays in, chunk bytes per Read, and swallows writes.

@@ -21,7 +21,7 @@ type wireConn struct {
 	addr     string // the address dialled
 
 	mu      sync.Mutex
-	sent    []int64 // send times of requests not yet answered, oldest first
+	sent    []sentReq // requests not yet answered, oldest first
 	lenBuf  [4]byte
 	lenN    int
 	left    int64    // payload bytes still to come in the current frame (int64: a length may exceed 2^31 on 32-bit)
@@ -31,6 +31,8 @@ type wireConn struct {
 	frames  int  // frames read on this connection
 
 	awaiting map[int32]*Expectation // expected packets written here, by xid, until their reply
+	unproven []answer                // answers the leader may not know of yet (proof.go)
+	wrote    bool                    // the connect request is written: the rest carry opcodes
 
 	// Read buffer, used only by go-zookeeper's receive goroutine.
 	// go-zookeeper reads every reply in two reads (length, then payload);
@@ -43,10 +45,21 @@ type wireConn struct {
 // readBufSize holds many small replies; a larger read bypasses the buffer.
 const readBufSize = 16 << 10
 
+// sentReq is a request written: when, and whether only the leader can
+// complete it.
+type sentReq struct {
+	at       int64
+	byLeader bool
+}
+
 func (c *wireConn) Write(p []byte) (int, error) {
 	now := c.w.now()
 	c.mu.Lock()
-	c.sent = append(c.sent, now)
+	// go-zookeeper writes [length][xid][opcode]...; the connect request,
+	// first on every connection, has no opcode and is told apart by place.
+	byLeader := c.wrote && len(p) >= 12 && leaderOp(int32(binary.BigEndian.Uint32(p[8:12])))
+	c.wrote = true
+	c.sent = append(c.sent, sentReq{at: now, byLeader: byLeader})
 	c.mu.Unlock()
 
 	w := c.w
@@ -126,6 +139,9 @@ func (c *wireConn) handshakeless() bool {
 func (c *wireConn) Close() error {
 	c.w.mu.Lock()
 	delete(c.w.conns, c)
+	if c.w.current == c {
+		c.w.current = nil
+	}
 	c.w.mu.Unlock()
 	return c.closeRaw()
 }
@@ -198,7 +214,7 @@ func (c *wireConn) frame() {
 		// Connect response: protocol version, then the granted timeout in ms.
 		if c.headN >= 8 {
 			ms := int32(binary.BigEndian.Uint32(c.head[4:8]))
-			c.answered(time.Duration(ms)*time.Millisecond, true)
+			c.answered(time.Duration(ms)*time.Millisecond, true, true)
 		}
 		return
 	}
@@ -209,28 +225,36 @@ func (c *wireConn) frame() {
 	if xid == -1 {
 		return // a watch notification: the server sends it unasked
 	}
-	if e, ok := c.awaiting[xid]; ok && c.headN == len(c.head) {
+	ok := c.headN == len(c.head) && binary.BigEndian.Uint32(c.head[12:16]) == 0 // no error
+	if e, found := c.awaiting[xid]; found && c.headN == len(c.head) {
 		delete(c.awaiting, xid)
-		if binary.BigEndian.Uint32(c.head[12:16]) == 0 { // no error
+		if ok {
 			e.zxid.Store(int64(binary.BigEndian.Uint64(c.head[4:12])))
 		}
 	}
-	c.answered(0, false)
+	c.answered(0, false, ok)
 }
 
-// answered pops the oldest outstanding send time: the server has now heard
-// from us at least as late as that.
-func (c *wireConn) answered(granted time.Duration, connect bool) {
+// answered pops the oldest outstanding request: the server has now heard
+// from us at least as late as it was sent. ok: the reply carried no error.
+func (c *wireConn) answered(granted time.Duration, connect, ok bool) {
 	if len(c.sent) == 0 {
 		return
 	}
-	t := c.sent[0]
+	req := c.sent[0]
 	c.sent = c.sent[1:]
 	if connect && granted <= 0 {
 		return // the session was refused (expired): no news of a live session
 	}
+	t := req.at
 	w := c.w
 	w.mu.Lock()
+	if connect {
+		// The leader made or revalidated the session before this answer.
+		w.prove(t)
+	} else {
+		c.noteAnswer(t, w.now(), ok && req.byLeader)
+	}
 	if t > w.contact {
 		w.contact = t
 		if w.contactWatched {
