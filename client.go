@@ -34,7 +34,7 @@ type Client struct {
 	cleaner *cleaner
 	clock   *lossClock
 	keep    *keepAlive // nil without a wire: no leader's word to keep
-	atOnce  *atOnce // which paths' last acquisitions held at once (listwatch.go)
+	atOnce  *atOnce    // which paths' last acquisitions held at once (listwatch.go)
 }
 
 func newClient(conn *zk.Conn, own bool, w *wire.Tap, o options) *Client {

@@ -31,8 +31,8 @@ type wireConn struct {
 	frames  int  // frames read on this connection
 
 	awaiting map[int32]*Expectation // expected packets written here, by xid, until their reply
-	unproven []answer                // answers the leader may not know of yet (proof.go)
-	wrote    bool                    // the connect request is written: the rest carry opcodes
+	unproven []answer               // answers the leader may not know of yet (proof.go)
+	wrote    bool                   // the connect request is written: the rest carry opcodes
 
 	// Read buffer, used only by go-zookeeper's receive goroutine.
 	// go-zookeeper reads every reply in two reads (length, then payload);
