@@ -21,9 +21,12 @@ import (
 // exists; then w's node is deleted. Readers queued behind w get in once it
 // is gone; a writer behind it, zklock's or Curator's, waits for the reader.
 //
-// The read lease is a full lease (Done, Err, Token: the reader node's
-// creation zxid, Release, its own-node watch and loss rule) and Close
-// releases it. w ends as released. Only a write lease of rw with Curator's
+// The read lease is a full lease (Done, Err, Token, Release, its own-node
+// watch and loss rule) and Close releases it. Its Token is w's: the reader
+// takes the writer's place in the queue, so its token must stay below that
+// of every holder queued behind that place, a writer queued behind w
+// included, whose node is older than the reader's; fencing tokens then grow
+// for every later holder through a downgrade (docs/guarantees.md). w ends as released. Only a write lease of rw with Curator's
 // names downgrades: one with KazooNames, or of another primitive or path or
 // client, is refused with an error matching ErrInvalidArgument.
 //
@@ -42,7 +45,8 @@ import (
 //
 // It waits for ZooKeeper at most ctx or the session timeout, like
 // TryAcquire; it never waits for the lock. It costs 2 writes (the
-// transaction and the writer's delete) and, with the own-node watch, 1 read.
+// transaction and the writer's delete) and, with the own-node watch, 1 read
+// (and the writer's token read first, if that is not known yet).
 func (rw *RWMutex) Downgrade(ctx context.Context, w *Lease) (*Lease, error) {
 	return opError("downgrade", rw.path)(rw.downgrade(ctx, w))
 }
@@ -60,12 +64,19 @@ func (rw *RWMutex) downgrade(ctx context.Context, w *Lease) (*Lease, error) {
 	if err := w.Err(); err != nil {
 		return nil, err
 	}
+	// The reader takes the writer's place in the queue, and so its token:
+	// its node is newer than a writer queued behind w (lesson 37).
+	token, err := w.Token(ctx)
+	if err != nil {
+		return nil, err
+	}
 	q := &queueNode{c: c, path: w.q.path, guid: c.me.newGUID(), seq: w.q.seq, sess: w.q.sess, owner: w.q.owner, style: rw.read, fetched: make(chan struct{})}
 	name, _ := rw.read.AtPlaceOf(q.guid, w.q.name) // canDowngrade parsed w's name
 	q.setNodePath(q.path + "/" + name)
 	if err := q.createBeside(ctx, w); err != nil {
 		return nil, err
 	}
+	q.createZxid = token
 	r := newLease(q)
 	if r == nil {
 		return nil, q.giveUp(ErrClosed)

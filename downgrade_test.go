@@ -191,11 +191,7 @@ func TestRWMutexDowngradeWithWaitersOfBothLibraries(t *testing.T) {
 			assert.Contains(t, r.Node(), "__READ__")
 			assert.Equal(t, w.Sequence(), r.Sequence())
 			assert.Equal(t, w.Node()[len(w.Node())-10:], r.Node()[len(r.Node())-10:], "the reader sorts at the writer's place")
-			rtok := tokenOf(r)
-			_, stat, err := obs.Get(r.Node())
-			require.NoError(t, err)
-			assert.Equal(t, stat.Czxid, rtok, "the token is the reader node's czxid")
-			assert.Greater(t, rtok, wtok)
+			assert.Equal(t, wtok, tokenOf(r), "the reader keeps the writer's token: it takes its place")
 			ok, _, err := obs.Exists(w.Node())
 			require.NoError(t, err)
 			assert.False(t, ok, "the writer's node is gone")
@@ -218,6 +214,9 @@ func TestRWMutexDowngradeWithWaitersOfBothLibraries(t *testing.T) {
 			// Then one by one: a writer alone, then the readers behind it.
 			for i := first; i < len(waiters); i++ {
 				waiters[i].waitHeld(t)
+				if l := waiters[i].lease; l != nil {
+					assert.Greater(t, tokenOf(l), wtok, "a later holder's token is larger than the downgraded reader's")
+				}
 				for _, later := range waiters[i+1:] {
 					require.False(t, later.holds(t), "%s granted beside %d", queue, i)
 				}
@@ -226,6 +225,34 @@ func TestRWMutexDowngradeWithWaitersOfBothLibraries(t *testing.T) {
 			waitChildren(t, obs, p, 0)
 		})
 	}
+}
+
+// The writer queued behind a writer that downgrades gets a larger token
+// than the downgraded reader, though its node is older than the reader's:
+// the reader keeps the writer's token (issue 39; before, "writer 4800,
+// downgraded reader 4803, next writer 4802").
+func TestRWMutexDowngradedReaderKeepsTheWritersToken(t *testing.T) {
+	p := lockPath(t)
+	obs := observer(t)
+	rw := rwOn(t, p)
+	w1, err := rw.AcquireWrite(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	w2 := rwAsync(t, rwOn(t, p), true)
+	waitChildren(t, obs, p, 2)
+
+	r, err := rw.Downgrade(ctxTimeout(t, 10*time.Second), w1)
+	require.NoError(t, err)
+	tw1, tr := tokenOf(w1), tokenOf(r)
+	_, stat, err := obs.Get(r.Node())
+	require.NoError(t, err)
+	require.NoError(t, r.Release(context.Background()))
+	l2 := got(t, w2)
+	tw2 := tokenOf(l2)
+	t.Logf("tokens: writer %d, downgraded reader %d (its node's czxid %d), next writer %d", tw1, tr, stat.Czxid, tw2)
+	assert.Equal(t, tw1, tr, "the downgraded reader keeps the writer's token")
+	assert.Less(t, tr, tw2, "the next writer's token is larger than the downgraded reader's")
+	assert.Greater(t, stat.Czxid, tw2, "the reader's node is younger than the next writer's: its czxid would not do")
+	require.NoError(t, l2.Release(context.Background()))
 }
 
 // A downgrade costs the transaction that makes the reader, the writer's
@@ -315,7 +342,7 @@ func TestRWMutexDowngradeLostReplyAdoptsTheReader(t *testing.T) {
 	require.NoError(t, err)
 	w, err := rw.AcquireWrite(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
-	tokenOf(w)
+	wtok := tokenOf(w)
 	proxy.StallReplies()
 	done := make(chan acquired, 1)
 	go func() {
@@ -328,9 +355,7 @@ func TestRWMutexDowngradeLostReplyAdoptsTheReader(t *testing.T) {
 	r := got(t, done)
 	require.ErrorIs(t, w.Err(), zklock.ErrReleased)
 	require.Equal(t, []string{path.Base(r.Node())}, lockChildren(t, obs, p), "exactly the adopted reader")
-	_, stat, err := obs.Get(r.Node())
-	require.NoError(t, err)
-	assert.Equal(t, stat.Czxid, tokenOf(r))
+	assert.Equal(t, wtok, tokenOf(r), "the adopted reader keeps the writer's token")
 	require.NoError(t, r.Release(context.Background()))
 	require.Empty(t, lockChildren(t, obs, p))
 }

@@ -103,7 +103,8 @@ func (l *Lease) Sequence() int64 {
 
 // Token returns the fencing token: the creation zxid of the lock node, unique
 // across the ensemble and larger for every later holder of the same path,
-// even after the path was deleted and recreated. A lease granted after a wait
+// even after the path was deleted and recreated (a read lease made by
+// RWMutex.Downgrade keeps the writer's token: it holds the writer's place). A lease granted after a wait
 // knows it when Acquire returns; otherwise it may take one round trip (the
 // read runs behind Acquire; a client made by Connect reads it off the
 // create's reply and needs no round trip at all). It fails if ctx ends first, or if the lease ended
