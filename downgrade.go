@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklock/zklock/internal/wire"
@@ -22,13 +23,16 @@ import (
 // is gone; a writer behind it, zklock's or Curator's, waits for the reader.
 //
 // The read lease is a full lease (Done, Err, Token, Release, its own-node
-// watch and loss rule) and Close releases it. Its Token is w's: the reader
-// takes the writer's place in the queue, so its token must stay below that
-// of every holder queued behind that place, a writer queued behind w
+// watch and loss rule) and Close releases it. It is not a new acquisition:
+// under WithMaxHold it ends at w's grant plus the limit, and its record
+// publishes what is left of the limit (Owner.MaxHold). Its Token is w's: the
+// reader takes the writer's place in the queue, so its token must stay below
+// that of every holder queued behind that place, a writer queued behind w
 // included, whose node is older than the reader's; fencing tokens then grow
-// for every later holder through a downgrade (docs/guarantees.md). w ends as released. Only a write lease of rw with Curator's
-// names downgrades: one with KazooNames, or of another primitive or path or
-// client, is refused with an error matching ErrInvalidArgument.
+// for every later holder through a downgrade (docs/guarantees.md). w ends as
+// released. Only a write lease of rw with Curator's names downgrades: one
+// with KazooNames, or of another primitive or path or client, is refused
+// with an error matching ErrInvalidArgument.
 //
 // Safety: the reader node is made only while w's node exists (else w is lost
 // and Downgrade returns its loss), so it never sorts ahead of a later
@@ -71,13 +75,20 @@ func (rw *RWMutex) downgrade(ctx context.Context, w *Lease) (*Lease, error) {
 		return nil, err
 	}
 	q := &queueNode{c: c, path: w.q.path, guid: c.me.newGUID(), seq: w.q.seq, sess: w.q.sess, owner: w.q.owner, style: rw.read, fetched: make(chan struct{})}
+	if q.owner.MaxHold > 0 {
+		// A downgrade is not a new acquisition: the hold limit runs from
+		// w's grant, and the reader publishes what is left of it, so that
+		// a waiter breaking it as overdue counts from its stamp (at the
+		// downgrade) only that.
+		q.owner.MaxHold = max(q.owner.MaxHold-time.Since(w.since), time.Millisecond)
+	}
 	name, _ := rw.read.AtPlaceOf(q.guid, w.q.name) // canDowngrade parsed w's name
 	q.setNodePath(q.path + "/" + name)
 	if err := q.createBeside(ctx, w); err != nil {
 		return nil, err
 	}
 	q.createZxid = token
-	r := newLease(q)
+	r := newLeaseSince(q, w.since)
 	if r == nil {
 		return nil, q.giveUp(ErrClosed)
 	}

@@ -105,3 +105,40 @@ func TestWithMaxHoldRefusesNonPositive(t *testing.T) {
 	_, err := zklock.Connect(context.Background(), []string{"127.0.0.1:1"}, zklock.WithMaxHold(0))
 	require.ErrorIs(t, err, zklock.ErrInvalidOption)
 }
+
+// A downgrade is not a new acquisition: the read lease ends at the writer's
+// grant plus the limit, not at the downgrade plus the limit, and its record
+// publishes only what was left of the limit, for a waiter that breaks it.
+func TestHoldLimitRunsFromTheWritersGrantThroughADowngrade(t *testing.T) {
+	const (
+		limit = 1500 * time.Millisecond
+		first = time.Second // held as a writer before the downgrade
+	)
+	p := lockPath(t)
+	obs := observer(t)
+	rw, err := connect(t, zklock.WithMaxHold(limit)).NewRWMutex(p)
+	require.NoError(t, err)
+	w, err := rw.AcquireWrite(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	granted := time.Now() // no earlier than the grant
+	time.Sleep(first)     // the writer's part of the hold
+	r, err := rw.Downgrade(ctxTimeout(t, 10*time.Second), w)
+	require.NoError(t, err)
+
+	data, _, err := obs.Get(r.Node())
+	require.NoError(t, err)
+	var rec zklock.Owner
+	require.NoError(t, json.Unmarshal(data, &rec))
+	require.Positive(t, rec.MaxHold)
+	require.LessOrEqual(t, rec.MaxHold, limit-first, "the reader publishes what is left of the limit")
+
+	select {
+	case <-r.Done():
+	case <-time.After(limit + 10*time.Second):
+		t.Fatal("the read lease outlived its limit")
+	}
+	ended := time.Since(granted)
+	t.Logf("the downgraded reader ended %v after the writer's grant (limit %v)", ended, limit)
+	require.ErrorIs(t, r.Err(), zklock.ErrHoldLimit)
+	require.Less(t, ended, limit+first/2, "the limit runs from the writer's grant, not from the downgrade")
+}

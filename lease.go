@@ -68,9 +68,14 @@ const (
 // client is closing. A lease that must already be presumed lost (a pause
 // between the grant and now, a connection that just dropped) is returned
 // with Done closed.
-func newLease(q *queueNode) *Lease {
+func newLease(q *queueNode) *Lease { return newLeaseSince(q, time.Now()) }
+
+// newLeaseSince is newLease for a holding granted at since: a downgraded
+// reader's, which goes on with the writer's holding (its hold limit runs
+// from the writer's grant).
+func newLeaseSince(q *queueNode, since time.Time) *Lease {
 	c := q.c
-	l := &Lease{c: c, q: q, since: time.Now(), presumed: make(chan struct{}), revoke: make(chan struct{}), done: make(chan struct{}), dataWatch: newDataWatch(q.listWatched)}
+	l := &Lease{c: c, q: q, since: since, presumed: make(chan struct{}), revoke: make(chan struct{}), done: make(chan struct{}), dataWatch: newDataWatch(q.listWatched)}
 	if !c.register(l) {
 		return nil
 	}

@@ -255,7 +255,8 @@ func WithTLS(cfg *tls.Config) Option {
 }
 
 // WithMaxHold limits how long any lease of the client may be held: d after
-// the grant the lease ends by itself, as if released, but with Err (and Do's
+// the grant (a read lease made by RWMutex.Downgrade: after the writer's
+// grant) the lease ends by itself, as if released, but with Err (and Do's
 // and RunSingleton's fn context cause) matching ErrHoldLimit; its node is
 // deleted so the next waiter may go. It bounds a holder that is alive but
 // stuck, which keeps its session, and so its lock, for ever. The limit is
@@ -308,7 +309,9 @@ type Metrics interface {
 // It is for holders whose own timer cannot run (a paused process, a frozen
 // VM): a running holder ends its lease by itself first. It is safe only
 // where the resource checks fencing tokens: the broken holder may act
-// before it notices, and only the token tells its writes apart.
+// before it notices, and only the token tells its writes apart. A
+// Semaphore's holders are never broken: its waiters watch the listing, not
+// a node ahead.
 func WithBreakOverdue() Option {
 	return func(o *options) error {
 		o.breakOverdue = true

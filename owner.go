@@ -30,7 +30,9 @@ type Owner struct {
 	// written before 0.9 carried the writer's clock here.
 	Since time.Time `json:"since,omitzero"`
 	// MaxHold is the client's hold limit (WithMaxHold), 0 for none: the
-	// holder ends its lease by itself that long after the grant.
+	// holder ends its lease by itself that long after the grant. A read
+	// lease made by RWMutex.Downgrade publishes what was left of the
+	// writer's limit at the downgrade.
 	MaxHold time.Duration `json:"maxHold,omitempty"`
 	// Revoke marks a record into which AskToRelease wrote a request to
 	// release: the holder's identity stays readable beside the request.
