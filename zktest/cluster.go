@@ -15,7 +15,8 @@ import (
 type Cluster struct {
 	c       *zkserver.Cluster
 	servers []*Server
-	tb      testing.TB // nil for StartMain
+	tb      testing.TB  // nil for StartMain
+	parts   *partitions // nil without WithPartitions
 }
 
 // wrap gives c the harness's methods; tb is the test to skip when a lifecycle

@@ -10,7 +10,8 @@ import (
 // the log (Start logs to the test otherwise).
 type config struct {
 	zkserver.Config
-	logfSet bool
+	logfSet    bool
+	partitions bool // WithPartitions
 }
 
 // Option configures Start and StartMain.
@@ -130,4 +131,17 @@ func newConfig(opts []Option) config {
 // skips the test.
 func WithTLS(clientAuth string) Option {
 	return func(c *config) { c.TLS = &zkserver.TLSConfig{ClientAuth: clientAuth} }
+}
+
+// WithPartitions routes every server-to-server connection of an ensemble
+// through a Proxy of its own, one per direction and port (quorum and
+// election), so that Cluster.Partition can cut a server off from the others
+// while its clients still reach it: the fault where a follower goes on
+// answering its clients after the leader has expired their sessions. Each
+// server's zoo.cfg names the proxies' ports for its peers (and its own real
+// ports for itself). The proxies live as long as the cluster. It needs an
+// ensemble (WithEnsemble or WithObservers) and servers started here: with
+// ZKLOCK_TEST_SERVERS set, Start skips the test.
+func WithPartitions() Option {
+	return func(c *config) { c.partitions = true }
 }

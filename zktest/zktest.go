@@ -27,6 +27,7 @@ package zktest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -71,6 +72,9 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		if cfg.Observers > 0 {
 			t.Skipf("zktest: test needs observers started here; %s is set", EnvServers)
 		}
+		if cfg.partitions {
+			t.Skipf("zktest: test needs servers started here to partition them; %s is set", EnvServers)
+		}
 		if cfg.MaxSessionTimeout > 0 {
 			t.Skipf("zktest: test needs a server with a maximum session timeout of %v started here; %s is set", cfg.MaxSessionTimeout, EnvServers)
 		}
@@ -83,12 +87,12 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		}
 		return wrap(c, t)
 	}
-	c, stop, err := zkserver.Start(cfg.Config)
+	c, stop, err := startLocal(cfg, t)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
 	t.Cleanup(stop)
-	return wrap(c, t)
+	return c
 }
 
 // StartMain is Start for TestMain, where there is no testing.TB: it returns
@@ -105,6 +109,9 @@ func StartMain(opts ...Option) (*Cluster, func(), error) {
 		if cfg.Observers > 0 {
 			return nil, nil, fmt.Errorf("zktest: observers need servers started here; %s is set", EnvServers)
 		}
+		if cfg.partitions {
+			return nil, nil, fmt.Errorf("zktest: partitions need servers started here; %s is set", EnvServers)
+		}
 		if cfg.MaxSessionTimeout > 0 {
 			return nil, nil, fmt.Errorf("zktest: a maximum session timeout needs servers started here; %s is set", EnvServers)
 		}
@@ -117,11 +124,29 @@ func StartMain(opts ...Option) (*Cluster, func(), error) {
 		}
 		return wrap(c, nil), func() {}, nil
 	}
+	return startLocal(cfg, nil)
+}
+
+// startLocal starts the servers cfg asks for here (or in Docker), with the
+// proxies between them that WithPartitions asks for; the function it
+// returns stops the servers, then closes the proxies.
+func startLocal(cfg config, tb testing.TB) (*Cluster, func(), error) {
+	var parts *partitions
+	if cfg.partitions {
+		if cfg.Ensemble+cfg.Observers < 2 {
+			return nil, nil, errors.New("zktest: WithPartitions needs an ensemble (WithEnsemble); a standalone server has no peers")
+		}
+		parts = newPartitions()
+		cfg.PeerPort = parts.peerPort
+	}
 	c, stop, err := zkserver.Start(cfg.Config)
 	if err != nil {
+		parts.close()
 		return nil, nil, err
 	}
-	return wrap(c, nil), stop, nil
+	w := wrap(c, tb)
+	w.parts = parts
+	return w, func() { stop(); parts.close() }, nil
 }
 
 func externalServers() []string {

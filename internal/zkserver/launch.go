@@ -45,11 +45,11 @@ func (s *Server) writeConfig() error {
 			b.WriteString("peerType=observer\n")
 		}
 		for _, o := range s.c.servers {
-			role := ""
-			if o.observer {
-				role = ":observer"
+			line, err := s.serverLine(o)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d%s\n", o.id, o.quorumPort, o.electionPort, role)
+			b.WriteString(line)
 		}
 	}
 	if err := os.MkdirAll(s.dataDir(), 0o755); err != nil {

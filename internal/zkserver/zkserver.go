@@ -80,6 +80,14 @@ type Config struct {
 	// BeforeLaunch, when set, runs after the ports are chosen and before the
 	// servers are launched, with their client addresses (for tests).
 	BeforeLaunch func(addrs []string)
+	// PeerPort, when set, chooses the port that a server's zoo.cfg names for
+	// a peer's quorum or election port (link.Port is the one the peer
+	// binds), so that a test can route every server-to-server connection
+	// through a proxy of its own and partition a server from the others
+	// while its clients still reach it. It is called for every link each
+	// time the configs are written: once per start attempt, so again with
+	// new ports when start retries after a port was taken.
+	PeerPort func(link PeerLink) (int, error)
 }
 
 // DefaultConfig is one standalone server with a 100ms tick (sessions may be
