@@ -138,8 +138,10 @@ func WithTLS(clientAuth string) Option {
 // election), so that Cluster.Partition can cut a server off from the others
 // while its clients still reach it: the fault where a follower goes on
 // answering its clients after the leader has expired their sessions. Each
-// server's zoo.cfg names the proxies' ports for its peers (and its own real
-// ports for itself). The proxies live as long as the cluster. It needs an
+// server's zoo.cfg names the proxies' ports for its peers, and its own real
+// ports on the wildcard address for itself (so its quorum and election ports
+// listen on every interface; see zkserver's Config.PeerPort for why). The
+// proxies live as long as the cluster. It needs an
 // ensemble (WithEnsemble or WithObservers) and servers started here: with
 // ZKLOCK_TEST_SERVERS set, Start skips the test.
 func WithPartitions() Option {

@@ -25,6 +25,7 @@ type Proxy struct {
 	targets []string
 	ctx     context.Context // cancelled by Close; aborts dials
 	cancel  context.CancelFunc
+	redial  time.Duration // how long to keep dialing targets that refuse; 0: once
 
 	mu      sync.Mutex
 	stalled bool
@@ -57,7 +58,11 @@ func NewProxy(t testing.TB, targets ...string) *Proxy {
 
 // ListenProxy is NewProxy without a testing.TB (e.g. for TestMain); the caller
 // must Close it.
-func ListenProxy(targets ...string) (*Proxy, error) {
+func ListenProxy(targets ...string) (*Proxy, error) { return listenProxy(0, targets...) }
+
+// listenProxy is ListenProxy with a proxy that keeps dialing its targets for
+// up to redial before it gives up on an accepted connection.
+func listenProxy(redial time.Duration, targets ...string) (*Proxy, error) {
 	if len(targets) == 0 {
 		return nil, errors.New("proxy needs at least one target")
 	}
@@ -71,6 +76,7 @@ func ListenProxy(targets ...string) (*Proxy, error) {
 		targets: append([]string(nil), targets...),
 		ctx:     ctx,
 		cancel:  cancel,
+		redial:  redial,
 		resume:  make(chan struct{}),
 		replies: make(chan struct{}),
 		pairs:   map[*pair]struct{}{},

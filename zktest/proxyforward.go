@@ -79,7 +79,28 @@ func (p *Proxy) handle(c net.Conn) {
 	go pr.pump(s, c, delay, &p.toClient)
 }
 
+// dialTarget connects to the next target that accepts, trying each in turn,
+// and again every redialEvery for as long as the proxy's redial allows.
 func (p *Proxy) dialTarget() (net.Conn, error) {
+	deadline := time.Now().Add(p.redial)
+	for {
+		c, err := p.dialOnce()
+		if err == nil || !time.Now().Before(deadline) {
+			return c, err
+		}
+		select {
+		case <-p.ctx.Done():
+			return nil, err
+		case <-time.After(redialEvery):
+		}
+	}
+}
+
+// redialEvery is how often a proxy with redial tries its targets again.
+const redialEvery = 20 * time.Millisecond
+
+// dialOnce tries every target once, in round-robin order.
+func (p *Proxy) dialOnce() (net.Conn, error) {
 	var errs []error
 	for range p.targets {
 		p.mu.Lock()
