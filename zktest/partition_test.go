@@ -264,3 +264,34 @@ func TestPartitionProxiesFollowPorts(t *testing.T) {
 	require.NoError(t, s.Restart(ctxT(t, 60*time.Second)))
 	require.NoError(t, c.WaitHealthy(ctxT(t, 30*time.Second)))
 }
+
+// TestPartitionDocExample is the example of docs/testing.md, "Partitioning a
+// server", as written there.
+func TestPartitionDocExample(t *testing.T) {
+	c := zktest.Start(t, zktest.WithEnsemble(3), zktest.WithPartitions())
+	leader, err := c.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := (leader + 1) % 3                                            // a follower
+	cli := zktest.Connect(t, []string{c.Addrs()[f]}, 10*time.Second) // to it alone
+	if err := c.Partition(f); err != nil {
+		t.Fatal(err)
+	}
+	// The follower still answers reads, for syncLimit (5) ticks...
+	if _, _, err := cli.Exists("/"); err != nil {
+		t.Fatalf("read right after the cut: %v", err)
+	}
+	// ...then it stops serving and drops its clients.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cli.WaitState(ctx, zk.StateDisconnected); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Heal(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

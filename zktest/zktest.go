@@ -23,6 +23,13 @@
 //
 // Client-side faults (partitions, pauses, resets) do not need control of the
 // server and work with external servers too: see Proxy.
+//
+// Faults between servers need servers started here. WithPartitions routes
+// every connection between the servers of an ensemble through a Proxy of its
+// own, and Cluster.Partition cuts one server off from the others while its
+// clients still reach it (Cluster.Heal ends the cut): the fault where a
+// follower goes on answering its clients for syncLimit ticks after the
+// leader has expired their sessions, which no client-side fault can show.
 package zktest
 
 import (
