@@ -102,15 +102,16 @@ func connectError(addrs []string, err, cause error) error {
 }
 
 // checkFollowerLag refuses a WithFollowerLag that leaves a lease too little
-// of the granted session timeout: the client pings every third of it, so a
-// window shorter than that would presume healthy leases lost.
+// of the granted session timeout: the leader's word on a held lease may be
+// up to about 60 % of the timeout old between two proofs (keepalive.go), so
+// a deadline closer than that would presume healthy leases lost.
 func (c *Client) checkFollowerLag() error {
 	if c.wire == nil || c.opts.followerLag == 0 {
 		return nil
 	}
 	granted := c.grantedTimeout()
-	if limit := granted * 2 / 5; c.opts.followerLag >= limit {
-		return fmt.Errorf("%w: follower lag %v leaves no time to hold a lease: the server granted a session timeout of %v, and the lag must stay below 40 %% of it (%v)",
+	if limit := granted / 5; c.opts.followerLag >= limit {
+		return fmt.Errorf("%w: follower lag %v leaves no time to hold a lease: the server granted a session timeout of %v, and the lag must stay below 20 %% of it (%v)",
 			ErrInvalidOption, c.opts.followerLag, granted, limit)
 	}
 	return nil

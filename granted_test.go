@@ -141,11 +141,11 @@ func TestGrantedBoundsWhenCutOff(t *testing.T) {
 // Contact that resumes on the same session after the loss deadline passed
 // (no event announces it: the connection never dropped) is reported as
 // reconnected within a third of the granted timeout, not of the asked one.
-// A follower lag of 0.7 s puts the deadline (0.9 s after the last answer)
+// A follower lag of 0.39 s puts the deadline (1.21 s after the last answer)
 // before go-zookeeper's read timeout (1.33 s), so a stall healed as soon as
 // the client reports lost keeps the connection.
 func TestGrantedReconnectedAfterLostReportedPromptly(t *testing.T) {
-	_, proxy, c, _ := smallGrant(t, zklock.DefaultSessionTimeout, zklock.WithFollowerLag(700*time.Millisecond))
+	_, proxy, c, _ := smallGrant(t, zklock.DefaultSessionTimeout, zklock.WithFollowerLag(390*time.Millisecond))
 	states := c.StateChanges(ctxTimeout(t, 30*time.Second))
 	require.Equal(t, zklock.StateConnected, nextState(t, states))
 	proxy.Stall()

@@ -163,17 +163,20 @@ func WithOwnNodeWatch(on bool) Option {
 	}
 }
 
-// WithFollowerLag tells zklock how long a follower that has lost its leader
-// may go on answering this client: ZooKeeper's syncLimit × tickTime (10 s
-// with the sample configuration's tickTime=2000, syncLimit=5). Meanwhile the
-// leader may already expire the session, so a lease's loss deadline moves
-// that much earlier: the last moment the server surely heard from the client
-// + 80 % of the session timeout − lag. Default 0, right for a standalone
-// server; on an ensemble, set it, or keep syncLimit × tickTime below a fifth
-// of the session timeout. Connect refuses (ErrInvalidOption) a lag of 40 % or
-// more of the session timeout the server granted: a lease would then be
-// presumed lost between two of the client's pings (every third of the
-// session timeout), though nothing is wrong.
+// WithFollowerLag shortens every lease's loss deadline by d: the deadline
+// becomes the last moment the leader is known to have heard from the
+// session + 80 % of the session timeout − d. Default 0.
+//
+// Deprecated: it was the way to cover a follower cut off from its leader,
+// which goes on answering its clients for syncLimit × tickTime while the
+// leader expires their sessions. zklock now counts only contact the leader
+// confirmed (see docs/guarantees.md), which covers that on every ensemble
+// without configuration. It remains as an extra margin for holders that need
+// more time to stop than 20 % of the session timeout. Connect refuses
+// (ErrInvalidOption) a value of 20 % or more of the timeout the server
+// granted: the leader's word on a held lease may be up to about 60 % of the
+// timeout old between two proofs, and a shorter deadline would presume
+// healthy leases lost.
 func WithFollowerLag(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {

@@ -183,7 +183,10 @@ func TestBoundFollowerLagCheckedAgainstTheGrantedTimeout(t *testing.T) {
 		zklock.WithSessionTimeout(4*time.Second), zklock.WithFollowerLag(2*time.Second))
 	require.ErrorIs(t, err, zklock.ErrInvalidOption)
 	require.ErrorContains(t, err, "follower lag")
-	c := connect(t, zklock.WithFollowerLag(time.Second)) // 25 % of 4 s
+	_, err = zklock.Connect(ctxTimeout(t, 10*time.Second), cluster.Addrs(),
+		zklock.WithSessionTimeout(4*time.Second), zklock.WithFollowerLag(800*time.Millisecond))
+	require.ErrorIs(t, err, zklock.ErrInvalidOption, "20 % of 4 s")
+	c := connect(t, zklock.WithFollowerLag(500*time.Millisecond)) // 12.5 % of 4 s
 	l, err := mustMutex(t, c, lockPath(t)).Acquire(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
 	require.NoError(t, l.Err(), "a lease born lost")

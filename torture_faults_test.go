@@ -38,6 +38,7 @@ const (
 	fCloseWaiting                      // Close a client while it waits
 	fSigstop                           // SIGSTOP the child process, SIGCONT it later
 	fRevokeCut                         // swarm "revoke": a held node's data changed, the re-read cut, the node deleted
+	fPartition                         // one server (sometimes the leader) cut off from the others, its clients still connected
 	numFaultKinds
 )
 
@@ -59,6 +60,7 @@ var faultKinds = [numFaultKinds]struct {
 	fCloseWaiting:     {"close_waiting", 5},
 	fSigstop:          {"sigstop", 6},
 	fRevokeCut:        {"revoke_cut", 0}, // weighed by the swarm (weights)
+	fPartition:        {"partition", 5},
 }
 
 // weights are the faults' weights in this run's configuration.
@@ -139,9 +141,13 @@ func (tt *torture) inject(f fault) {
 			func(s *slot) bool { return s.waiting.Load() > 0 })
 	case fCutBeforeRelease:
 		tt.slots[f.slot].cutBeforeRelease.Store(true) // counted when a Release takes it
-	case fKill, fRestartAll:
+	case fKill, fRestartAll, fPartition:
 		if tt.cluster.External() {
 			tt.counts.add("skipped." + f.kind.String())
+			return
+		}
+		if f.kind == fPartition {
+			tt.async(&tt.serverBusy, f, func() { tt.partitionServer(f) })
 			return
 		}
 		tt.async(&tt.serverBusy, f, func() { tt.serverFault(f) })
@@ -334,6 +340,34 @@ func (tt *torture) serverFault(f fault) {
 	}
 	tt.restart(servers)
 	tt.lg.note(fmt.Sprintf("servers %v healthy again", serverIDs(servers)))
+}
+
+// partitionServer cuts one server off from the other two while its clients
+// stay connected (a follower then answers them for syncLimit × tickTime while
+// the leader expires their sessions), heals it, and waits for the ensemble.
+// It shares serverBusy with kills and restarts: a partitioned server cannot
+// rejoin a quorum, so never are two servers out at once.
+func (tt *torture) partitionServer(f fault) {
+	i := f.server
+	if i < 0 {
+		i, _ = tt.cluster.Leader() // 0 if there is none right now
+	}
+	d := between(f.u1, 300*time.Millisecond, 2*tortureSession)
+	tt.began(f.kind, "server %d from the others for %v (the leader: %v)", i+1, d.Round(time.Millisecond), f.server < 0)
+	if err := tt.cluster.Partition(i); err != nil {
+		tt.t.Errorf("harness: partitioning server %d: %v", i+1, err)
+		return
+	}
+	time.Sleep(d)
+	if err := tt.cluster.Heal(i); err != nil {
+		tt.t.Errorf("harness: healing server %d: %v", i+1, err)
+	}
+	ctx, cancel := context.WithTimeout(tt.ctx, 2*time.Minute)
+	defer cancel()
+	if err := tt.cluster.WaitHealthy(ctx); err != nil {
+		tt.t.Errorf("harness: ensemble not healthy after a partition: %v", err)
+	}
+	tt.lg.note(fmt.Sprintf("server %d healed", i+1))
 }
 
 func serverIDs(servers []*zktest.Server) []int {

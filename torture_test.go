@@ -178,7 +178,7 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 		// default maximum, made explicit): with the swarm's "granted" on,
 		// clients ask for far more.
 		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(100*time.Millisecond), zktest.WithMaxSessionTimeout(tortureSession),
-			zktest.WithContainerCheck(200*time.Millisecond), zktest.WithLogf(nil))
+			zktest.WithContainerCheck(200*time.Millisecond), zktest.WithPartitions(), zktest.WithLogf(nil))
 	}
 	tt.obs = tortureObserver(t, tt.cluster.Addrs())
 	if _, err := tt.obs.Create(cfg.root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -295,6 +295,9 @@ func (tt *torture) heal() {
 	}
 	if tt.cluster.External() {
 		return
+	}
+	for _, i := range tt.cluster.Partitioned() {
+		_ = tt.cluster.Heal(i)
 	}
 	ctx, cancel := context.WithTimeout(tt.ctx, 2*time.Minute)
 	defer cancel()
