@@ -31,17 +31,23 @@ with a timeout, or trying), release it, campaign in an election, read or
 watch the leader, read a lock's queue.
 
 A caller holds a lock for as long as its acquire request stays open: the
-answer is a stream of JSON lines, "granted" with the fencing token first,
-then "released" or "lost" (with the reason) at the end. Closing the request
-releases the lock; a caller that is killed releases it as its connection
-closes, and one whose host or network is gone within 20s (TCP keep-alive,
-on --listen), or as soon as a write to it fails. A lost lock is written to
-its stream before the service grants the path to another of its callers.
+answer (sent at once) is a stream of JSON lines, "heartbeat" every
+--heartbeat while it waits and while it holds, "granted" with the fencing
+token, then "released" or "lost" (with the reason) at the end. Closing the
+request releases the lock; a caller that is killed releases it as its
+connection closes, one whose host or network is gone within 20s (TCP
+keep-alive, on --listen), and one that stopped reading (a curl whose pipe
+closed) at the next heartbeat that cannot be written. A lost lock is
+written to its stream before the service grants the path to another of its
+callers. Scripts hold locks with 'zklock exec' or 'zklock lock', not curl.
 
 It listens on 127.0.0.1:7070 by default, or on a Unix socket (--unix).
 Anywhere but loopback it needs --token-file: callers then send
 "Authorization: Bearer <token>". Paths outside --prefix are refused, and
-each caller (each token's name) holds or waits for at most --max-holds locks.
+each caller (each token's name) holds, waits for or watches at most
+--max-holds locks. Web pages are kept out: a request carrying an Origin
+header (not in --allow-origin) is refused, and on TCP so is one whose Host
+is not an IP address, localhost or an --allow-host name (DNS rebinding).
 
 The first line on stdout is "listening on http://ADDR" (or "unix:PATH").
 SIGINT or SIGTERM releases every lock, ends every stream and exits 0.
@@ -57,6 +63,9 @@ Exit status:
 		addConnFlags(fs)
 		fs.String("listen", "127.0.0.1:7070", "listen on this TCP `address`; other than loopback needs --token-file")
 		fs.String("unix", "", "listen on a Unix socket at this `path` instead (created with mode 600)")
+		fs.Duration("heartbeat", lockservice.DefaultHeartbeat, "write a heartbeat line on every stream this often (a `duration`), inside every client's and proxy's idle timeout")
+		fs.String("allow-host", "", "comma-separated host `names` accepted in the Host header besides IP addresses and localhost (the name a proxy or callers use)")
+		fs.String("allow-origin", "", "comma-separated `origins` (https://app.example) whose web pages may call the service; others are refused")
 		fs.String("token-file", "", "`file` of bearer tokens callers must send, one a line: 'name token' (or just the token); mode 600")
 		fs.String("prefix", "/", "refuse lock and election paths outside this `path`")
 		fs.Int("max-holds", lockservice.DefaultMaxHolds, "most locks one caller (one token's name) may hold or wait for at once (`N`)")
@@ -81,6 +90,12 @@ func runServe(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	if cfg.MaxHolds < 1 {
 		return usageError(stderr, "serve", "--max-holds must be at least 1")
 	}
+	if cfg.Heartbeat = flagValue[time.Duration](fs, "heartbeat"); cfg.Heartbeat < 10*time.Millisecond {
+		return usageError(stderr, "serve", "--heartbeat must be at least 10ms")
+	}
+	cfg.AllowHosts = splitList(flagValue[string](fs, "allow-host"))
+	cfg.AllowOrigins = splitList(flagValue[string](fs, "allow-origin"))
+	cfg.AnyHost = flagValue[string](fs, "unix") != "" // no web page reaches a Unix socket
 	if f := flagValue[string](fs, "token-file"); f != "" {
 		var msg string
 		if cfg.Tokens, msg = readTokens(f); msg != "" {
@@ -115,7 +130,7 @@ func runServe(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 // after reporting why not.
 func serveListen(fs *flag.FlagSet, tokens bool, stderr io.Writer) (net.Listener, int) {
 	if path := flagValue[string](fs, "unix"); path != "" {
-		old := syscall.Umask(0o077)
+		old := syscall.Umask(0o177) // the socket is made rw------- (600)
 		ln, err := net.Listen("unix", path)
 		syscall.Umask(old)
 		if err != nil {
@@ -145,7 +160,7 @@ func serveUntilSignal(ln net.Listener, svc *lockservice.Service, stdout, stderr 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, ConnContext: peerContext}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if ln.Addr().Network() == "unix" {
@@ -166,6 +181,17 @@ func serveUntilSignal(ln net.Listener, svc *lockservice.Service, stdout, stderr 
 		_ = srv.Close()
 	}
 	return code
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // readTokens reads a token file: "name token" or "token" per line, blank

@@ -22,6 +22,7 @@ type grant struct {
 	path, owner string
 	timeout     time.Duration
 	exclusive   bool
+	try         bool   // answer at once: the status says whether it was granted
 	event       string // "granted" or "elected"
 	take        func(ctx context.Context) (*zklock.Lease, error)
 }
@@ -45,13 +46,14 @@ func (s *Service) acquire(w http.ResponseWriter, r *http.Request, caller string)
 	if req.Try {
 		take = lock.TryAcquire
 	}
-	s.hold(w, r, caller, grant{path: req.Path, owner: req.Owner, timeout: timeout, exclusive: exclusive, event: "granted", take: take})
+	owner := ownerName(r, caller, req.Owner, req.Host, req.PID)
+	s.hold(w, r, caller, grant{path: req.Path, owner: owner, timeout: timeout, exclusive: exclusive, try: req.Try, event: "granted", take: take})
 }
 
 // locker builds the primitive a request asks for; exclusive: it holds alone.
 func (s *Service) locker(req AcquireRequest) (zklock.Locker, bool, error) {
-	if req.Kind != "semaphore" && req.Permits != 0 {
-		return nil, false, fmt.Errorf("permits is for kind \"semaphore\", not %q", req.Kind)
+	if req.Kind != "semaphore" && (req.Limit != 0 || req.Permits != 0) {
+		return nil, false, fmt.Errorf("limit and permits are for kind \"semaphore\", not %q", req.Kind)
 	}
 	switch req.Kind {
 	case "", "mutex":
@@ -67,13 +69,38 @@ func (s *Service) locker(req AcquireRequest) (zklock.Locker, bool, error) {
 		}
 		return rw.Writer(), true, nil
 	case "semaphore":
-		if req.Permits < 1 {
-			return nil, false, errors.New("kind \"semaphore\" needs permits of at least 1")
+		k := req.Permits
+		if k == 0 {
+			k = 1
 		}
-		sem, err := s.c.NewSemaphore(req.Path, req.Permits)
-		return sem, false, err
+		switch {
+		case req.Limit < 1:
+			return nil, false, errors.New("kind \"semaphore\" needs limit, its number of permits N (at least 1); permits is how many of them to take, k (default 1), as zklock exec's --semaphore N --permits k")
+		case k < 1 || k > req.Limit:
+			return nil, false, fmt.Errorf("permits %d is not between 1 and the limit %d", req.Permits, req.Limit)
+		}
+		sem, err := s.c.NewSemaphore(req.Path, req.Limit)
+		if err != nil {
+			return nil, false, err
+		}
+		if k > 1 {
+			return permits{sem, k}, false, nil
+		}
+		return sem, false, nil
 	}
 	return nil, false, fmt.Errorf("unknown kind %q: want mutex, read, write or semaphore", req.Kind)
+}
+
+// permits is k permits of a semaphore as one lock.
+type permits struct {
+	s *zklock.Semaphore
+	k int
+}
+
+func (p permits) Acquire(ctx context.Context) (*zklock.Lease, error) { return p.s.AcquireN(ctx, p.k) }
+
+func (p permits) TryAcquire(ctx context.Context) (*zklock.Lease, error) {
+	return p.s.TryAcquireN(ctx, p.k)
 }
 
 // campaign answers POST /v1/election/campaign.
@@ -98,14 +125,17 @@ func (s *Service) campaign(w http.ResponseWriter, r *http.Request, caller string
 		}
 		return ld.Lease(), nil
 	}
-	s.hold(w, r, caller, grant{path: req.Path, owner: req.Owner, timeout: timeout, exclusive: true, event: "elected", take: take})
+	owner := ownerName(r, caller, req.Owner, req.Host, req.PID)
+	s.hold(w, r, caller, grant{path: req.Path, owner: owner, timeout: timeout, exclusive: true, event: "elected", take: take})
 }
 
 // hold takes the lock for the caller and streams its holding until the
-// caller releases it or goes away, or the lock is lost.
+// caller releases it or goes away, or the lock is lost. A try is answered
+// with its outcome's status; a wait is answered 200 at once, and its
+// stream says "heartbeat" while it waits, then "granted" or "failed".
 func (s *Service) hold(w http.ResponseWriter, r *http.Request, caller string, g grant) {
 	if !s.reserve(caller) {
-		writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("caller %s holds or waits for %d locks already, the most this service allows", caller, s.cfg.MaxHolds))
+		writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("caller %s holds, waits for or watches %d locks already, the most this service allows", caller, s.cfg.MaxHolds))
 		return
 	}
 	defer s.unreserve(caller)
@@ -120,16 +150,22 @@ func (s *Service) hold(w http.ResponseWriter, r *http.Request, caller string, g 
 		wait, end = context.WithTimeout(ctx, g.timeout)
 		defer end()
 	}
-	owner := g.owner
-	if owner == "" {
-		owner = caller
+	id := newID()
+	var lease *zklock.Lease
+	if g.try {
+		var err error
+		if lease, err = g.take(zklock.ContextWithOwner(wait, g.owner)); err != nil {
+			s.acquireFailed(w, err, ctx.Err() == nil && wait.Err() != nil)
+			return
+		}
+		startStream(w, s.cfg.Heartbeat)
+	} else {
+		startStream(w, s.cfg.Heartbeat)
+		if lease = s.waitFor(ctx, wait, w, id, g); lease == nil {
+			return
+		}
 	}
-	lease, err := g.take(zklock.ContextWithOwner(wait, owner))
-	if err != nil {
-		s.acquireFailed(w, err, ctx.Err() == nil && wait.Err() != nil)
-		return
-	}
-	h := newHolding(caller, g.path, g.exclusive, lease)
+	h := newHolding(id, caller, g.path, g.exclusive, lease)
 	if !s.admit(ctx, h) {
 		_ = lease.Release(context.Background()) // bounded by the loss, 0.8 T
 		return
@@ -138,29 +174,96 @@ func (s *Service) hold(w http.ResponseWriter, r *http.Request, caller string, g 
 	s.stream(ctx, w, h, g.event)
 }
 
-// stream writes the grant, then waits for the end of the holding and
-// writes how it ended, then closes h.ended.
-func (s *Service) stream(ctx context.Context, w http.ResponseWriter, h *holding, first string) {
-	defer close(h.ended)
+// startStream sends a stream's headers at once, so that a client or proxy
+// that times out waiting for them does not give up on a waiter.
+func startStream(w http.ResponseWriter, heartbeat time.Duration) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no") // nginx: pass each line on as it comes
+	w.Header().Set(HeartbeatHeader, heartbeat.String())
 	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+}
+
+// HeartbeatHeader names the response header that gives a stream's
+// heartbeat interval (a Go duration): a client that hears nothing for a few
+// intervals knows the service or the network is gone.
+const HeartbeatHeader = "Zklock-Heartbeat"
+
+// waitFor takes the lock while writing a heartbeat line every interval;
+// the lease, or nil after writing the failure (or finding the caller gone:
+// then nothing is held). ctx is the stream's, wait the request's timeout.
+func (s *Service) waitFor(ctx, wait context.Context, w http.ResponseWriter, id string, g grant) *zklock.Lease {
+	type result struct {
+		lease *zklock.Lease
+		err   error
+	}
+	wait, gone := context.WithCancel(wait)
+	defer gone()
+	done := make(chan result, 1)
+	go func() {
+		l, err := g.take(zklock.ContextWithOwner(wait, g.owner))
+		done <- result{l, err}
+	}()
+	tick := time.NewTicker(s.cfg.Heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case res := <-done:
+			if res.err == nil {
+				return res.lease
+			}
+			_, code, msg := s.failure(res.err, ctx.Err() == nil && wait.Err() != nil)
+			s.emit(w, Event{Event: "failed", ID: id, Path: g.path, Code: code, Reason: msg})
+			return nil
+		case <-tick.C:
+			if !s.emit(w, Event{Event: "heartbeat", ID: id, Path: g.path}) {
+				gone() // the caller is gone: give up the wait
+				if res := <-done; res.err == nil {
+					_ = res.lease.Release(context.Background()) // bounded by the loss, 0.8 T
+				}
+				return nil
+			}
+		}
+	}
+}
+
+// stream writes the grant, then a heartbeat every interval until the
+// holding ends, then how it ended; then it closes h.ended.
+func (s *Service) stream(ctx context.Context, w http.ResponseWriter, h *holding, first string) {
+	defer close(h.ended)
 	tok, _ := h.lease.Token(ctx) // no I/O on a client made by Connect
 	if !s.emit(w, Event{Event: first, ID: h.id, Path: h.path, Node: h.lease.Node(), Token: tok}) {
 		h.endErr = s.releaseLease(h)
 		return
 	}
-	select {
-	case <-h.lease.Done():
-		h.endErr = h.lease.Err()
-	case <-h.release:
-		h.endErr = s.releaseLease(h)
-	case <-ctx.Done(): // the caller went away, or the service is closing
-		h.endErr = s.releaseLease(h)
-		if s.ctx.Err() == nil {
-			return
+	tick := time.NewTicker(s.cfg.Heartbeat)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-h.lease.Done():
+			h.endErr = h.lease.Err()
+			break wait
+		case <-h.release:
+			h.endErr = s.releaseLease(h)
+			break wait
+		case <-ctx.Done(): // the caller went away, or the service is closing
+			h.endErr = s.releaseLease(h)
+			if s.ctx.Err() == nil {
+				s.endedBy(h)
+				return
+			}
+			break wait
+		case <-tick.C:
+			if !s.emit(w, Event{Event: "heartbeat", ID: h.id, Path: h.path}) { // the caller is gone
+				h.endErr = s.releaseLease(h)
+				s.endedBy(h)
+				return
+			}
 		}
 	}
+	s.endedBy(h)
 	ev := Event{Event: "released", ID: h.id, Path: h.path}
 	if h.endErr != nil {
 		ev.Event, ev.Reason = "lost", reason(h.endErr)
@@ -168,6 +271,13 @@ func (s *Service) stream(ctx context.Context, w http.ResponseWriter, h *holding,
 		ev.Reason = "the service is stopping"
 	}
 	s.emit(w, ev)
+}
+
+// endedBy remembers h when it ended by a loss.
+func (s *Service) endedBy(h *holding) {
+	if h.endErr != nil {
+		s.rememberLost(h)
+	}
 }
 
 // releaseLease releases h's lease; nil, or the loss it found. It returns
@@ -212,20 +322,26 @@ func reason(err error) string {
 // acquireFailed answers a failed acquire; timedOut: the request's timeout
 // passed.
 func (s *Service) acquireFailed(w http.ResponseWriter, err error, timedOut bool) {
+	status, code, msg := s.failure(err, timedOut)
+	writeError(w, status, code, msg)
+}
+
+// failure is how a failed acquire is answered: the status, the code and the
+// message.
+func (s *Service) failure(err error, timedOut bool) (int, string, string) {
 	switch {
 	case errors.Is(err, zklock.ErrUnreachable):
-		writeError(w, http.StatusServiceUnavailable, "unreachable", err.Error())
+		return http.StatusServiceUnavailable, "unreachable", err.Error()
 	case errors.Is(err, zklock.ErrLocked):
-		writeError(w, http.StatusConflict, "locked", err.Error())
+		return http.StatusConflict, "locked", err.Error()
 	case timedOut:
-		writeError(w, http.StatusRequestTimeout, "timeout", "timeout passed while others held the lock: "+err.Error())
+		return http.StatusRequestTimeout, "timeout", "timeout passed while others held the lock: " + err.Error()
 	case errors.Is(err, zklock.ErrIncompatible), errors.Is(err, zklock.ErrLimitMismatch):
-		writeError(w, http.StatusConflict, "incompatible", err.Error())
+		return http.StatusConflict, "incompatible", err.Error()
 	case errors.Is(err, zk.ErrNoAuth):
-		writeError(w, http.StatusForbidden, "zookeeper_refused", err.Error())
+		return http.StatusForbidden, "zookeeper_refused", err.Error()
 	case s.ctx.Err() != nil:
-		writeError(w, http.StatusServiceUnavailable, "closing", "the service is stopping")
-	default:
-		writeError(w, http.StatusInternalServerError, "failed", err.Error())
+		return http.StatusServiceUnavailable, "closing", "the service is stopping"
 	}
+	return http.StatusInternalServerError, "failed", err.Error()
 }

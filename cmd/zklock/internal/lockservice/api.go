@@ -13,10 +13,13 @@ import (
 type AcquireRequest struct {
 	Path    string `json:"path"`
 	Kind    string `json:"kind,omitempty"`    // mutex (default), read, write, semaphore
-	Permits int    `json:"permits,omitempty"` // semaphore: how many hold at once
+	Limit   int    `json:"limit,omitempty"`   // semaphore: its number of permits, N (how many hold at once)
+	Permits int    `json:"permits,omitempty"` // semaphore: how many of the N to take at once, k (default 1)
 	Timeout string `json:"timeout,omitempty"` // a Go duration ("5s"); empty waits until the caller leaves
 	Try     bool   `json:"try,omitempty"`     // do not wait: 409 at once if held or waited for
 	Owner   string `json:"owner,omitempty"`   // the name 'zklock status' shows (default: the caller's)
+	Host    string `json:"host,omitempty"`    // the caller's host, for 'zklock status'
+	PID     int    `json:"pid,omitempty"`     // the caller's process id, for 'zklock status'
 }
 
 // CampaignRequest is the body of POST /v1/election/campaign.
@@ -25,6 +28,8 @@ type CampaignRequest struct {
 	Value   string `json:"value"`
 	Timeout string `json:"timeout,omitempty"`
 	Owner   string `json:"owner,omitempty"`
+	Host    string `json:"host,omitempty"`
+	PID     int    `json:"pid,omitempty"`
 }
 
 // ReleaseRequest is the body of POST /v1/lock/release.
@@ -38,8 +43,10 @@ type ReleaseResponse struct {
 	Released bool   `json:"released"`
 }
 
-// Event is one line of a holding's stream (application/x-ndjson): first
-// "granted" (or "elected"), then at the end "released" or "lost".
+// Event is one line of a holding's stream (application/x-ndjson):
+// "heartbeat" every interval while waiting and holding, "granted" (or
+// "elected") once, then at the end "released" or "lost"; or "failed" (with
+// a code) when a wait ends without the lock.
 type Event struct {
 	Event  string `json:"event"`
 	ID     string `json:"id"`
@@ -47,6 +54,7 @@ type Event struct {
 	Node   string `json:"node,omitempty"`
 	Token  int64  `json:"token,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	Code   string `json:"code,omitempty"` // "failed": timeout, unreachable, incompatible, zookeeper_refused, closing, failed
 	// Seq orders the events of every stream of this service: an event
 	// written before another has a smaller Seq.
 	Seq int64 `json:"seq"`
@@ -84,8 +92,9 @@ type LeaderResponse struct {
 	PID   int    `json:"pid,omitempty"`
 }
 
-// HealthResponse answers GET /healthz.
+// HealthResponse answers GET /healthz; ok as zklock exec --http's /healthz.
 type HealthResponse struct {
+	OK      bool   `json:"ok"`
 	Session string `json:"session"`
 }
 

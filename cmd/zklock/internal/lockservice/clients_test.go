@@ -69,7 +69,7 @@ func TestCurl(t *testing.T) {
 
 	out = curl(t, "-H", auth, s.url+"/v1/lock/status?path="+p)
 	checkSchemaJSON(t, "StatusResponse", []byte(out))
-	require.Contains(t, out, `"owner":"curl"`)
+	require.Contains(t, out, `"owner":"curl (from 127.0.0.1:`)
 	require.Contains(t, out, fmt.Sprintf(`"token":%d`, granted.Token))
 	out = curl(t, "-w", code, "-H", auth, "-H", js, "-d", `{"path":"`+p+`","try":true}`, s.url+"/v1/lock/acquire")
 	require.True(t, strings.HasSuffix(out, "409\n"), out)

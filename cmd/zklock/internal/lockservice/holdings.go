@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,13 +23,42 @@ type holding struct {
 	endErr      error         // nil: released; else the loss. Valid once ended is closed
 }
 
-func newHolding(caller, path string, exclusive bool, lease *zklock.Lease) *holding {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
+func newHolding(id, caller, path string, exclusive bool, lease *zklock.Lease) *holding {
 	return &holding{
-		id: hex.EncodeToString(b[:]), caller: caller, path: path, exclusive: exclusive, lease: lease,
+		id: id, caller: caller, path: path, exclusive: exclusive, lease: lease,
 		release: make(chan struct{}), ended: make(chan struct{}),
 	}
+}
+
+// newID names one stream: 128 random bits, hex.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// maxLost bounds how many lost holdings the service remembers, so that
+// their release answers 409 lost after their streams ended.
+const maxLost = 4096
+
+// rememberLost records that h ended by a loss.
+func (s *Service) rememberLost(h *holding) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost[h.id] = h.caller
+	s.lostFIFO = append(s.lostFIFO, h.id)
+	if len(s.lostFIFO) > maxLost {
+		delete(s.lost, s.lostFIFO[0])
+		s.lostFIFO = slices.Delete(s.lostFIFO, 0, 1)
+	}
+}
+
+// wasLost reports whether caller's holding id ended by a loss.
+func (s *Service) wasLost(caller, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.lost[id]
+	return ok && c == caller
 }
 
 func (h *holding) askRelease() { h.releaseOnce.Do(func() { close(h.release) }) }

@@ -50,6 +50,14 @@ type served struct {
 	svc    *lockservice.Service
 	client *zklock.Client
 	token  string
+	httpc  *http.Client // http.DefaultClient when nil
+}
+
+func (s *served) httpClient() *http.Client {
+	if s.httpc != nil {
+		return s.httpc
+	}
+	return http.DefaultClient
 }
 
 // serve starts a service on servers (the shared cluster when nil); its
@@ -116,7 +124,7 @@ func (s *served) do(t *testing.T, method, route string, body any) *http.Response
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.httpClient().Do(req)
 	require.NoError(t, err)
 	return resp
 }
@@ -148,7 +156,7 @@ func (s *served) open(t *testing.T, route string, body any) *stream {
 	st := &stream{answered: make(chan int, 1), events: make(chan lockservice.Event, 8), body: make(chan io.Closer, 1)}
 	go func() {
 		defer close(st.events)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := s.httpClient().Do(req)
 		if err != nil {
 			st.answered <- 0
 			st.body <- io.NopCloser(nil)
@@ -196,8 +204,20 @@ func (st *stream) status(t *testing.T) int {
 	return 0
 }
 
-// next returns the stream's next event, failing after 20s.
+// next returns the stream's next event other than a heartbeat, failing
+// after 20s.
 func (st *stream) next(t *testing.T) lockservice.Event {
+	t.Helper()
+	for {
+		ev := st.nextAny(t)
+		if ev.Event != "heartbeat" {
+			return ev
+		}
+	}
+}
+
+// nextAny returns the stream's next event, failing after 20s.
+func (st *stream) nextAny(t *testing.T) lockservice.Event {
 	t.Helper()
 	select {
 	case ev, ok := <-st.events:
@@ -207,6 +227,23 @@ func (st *stream) next(t *testing.T) lockservice.Event {
 		t.Fatal("no event on the stream within 20s")
 	}
 	return lockservice.Event{}
+}
+
+// ended waits until the stream has ended, skipping heartbeats; it fails on
+// any other event, or after 20s.
+func (st *stream) ended(t *testing.T) {
+	t.Helper()
+	for {
+		select {
+		case ev, ok := <-st.events:
+			if !ok {
+				return
+			}
+			require.Equal(t, "heartbeat", ev.Event, "an event after the stream's end")
+		case <-time.After(20 * time.Second):
+			t.Fatal("the stream did not end within 20s")
+		}
+	}
 }
 
 // eventually polls cond every 20ms until it holds, failing after 20s.

@@ -23,6 +23,10 @@ func (s *Service) release(w http.ResponseWriter, r *http.Request, caller string)
 		return
 	}
 	h := s.lookup(caller, req.ID)
+	if h == nil && s.wasLost(caller, req.ID) {
+		writeError(w, http.StatusConflict, "lost", fmt.Sprintf("holding %q was lost before the release; its stream said why", req.ID))
+		return
+	}
 	if h == nil {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no holding %q of this caller (released, lost, or never granted)", req.ID))
 		return
@@ -93,26 +97,48 @@ func (s *Service) leader(w http.ResponseWriter, r *http.Request, _ string) {
 
 // watch answers GET /v1/election/watch?path=P with server-sent events: an
 // event "leader" with the leader now, then one at every change (an empty
-// node while nobody leads), until the caller leaves.
-func (s *Service) watch(w http.ResponseWriter, r *http.Request, _ string) {
+// node while nobody leads), and a comment every heartbeat interval, until
+// the caller leaves. A watch counts against the caller's --max-holds.
+func (s *Service) watch(w http.ResponseWriter, r *http.Request, caller string) {
 	p, e, ok := s.electionQuery(w, r)
 	if !ok {
 		return
 	}
+	if !s.reserve(caller) {
+		writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("caller %s holds, waits for or watches %d locks already, the most this service allows", caller, s.cfg.MaxHolds))
+		return
+	}
+	defer s.unreserve(caller)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.Header().Set(HeartbeatHeader, s.cfg.Heartbeat.String())
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	for l := range e.Observe(ctx) {
-		b, _ := json.Marshal(leaderOf(p, l))
+	write := func(format string, args ...any) {
 		_ = rc.SetWriteDeadline(time.Now().Add(writeBound))
-		if _, err := fmt.Fprintf(w, "event: leader\ndata: %s\n\n", b); err != nil || rc.Flush() != nil {
+		if _, err := fmt.Fprintf(w, format, args...); err != nil || rc.Flush() != nil {
 			cancel() // Observe closes its channel once ctx has ended
+		}
+	}
+	tick := time.NewTicker(s.cfg.Heartbeat)
+	defer tick.Stop()
+	leaders := e.Observe(ctx)
+	for {
+		select {
+		case l, ok := <-leaders:
+			if !ok {
+				return
+			}
+			b, _ := json.Marshal(leaderOf(p, l))
+			write("event: leader\ndata: %s\n\n", b)
+		case <-tick.C:
+			write(": heartbeat\n\n")
 		}
 	}
 }
@@ -127,7 +153,7 @@ func (s *Service) health(w http.ResponseWriter, _ *http.Request, _ string) {
 	default:
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, HealthResponse{Session: st.String()})
+	writeJSON(w, code, HealthResponse{OK: code == http.StatusOK, Session: st.String()})
 }
 
 // readFailed answers a failed read.

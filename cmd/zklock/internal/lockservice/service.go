@@ -14,10 +14,13 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zklock/zklock"
 )
@@ -25,6 +28,12 @@ import (
 // DefaultMaxHolds is how many holdings and waits one caller may have at once
 // when Config.MaxHolds is 0.
 const DefaultMaxHolds = 64
+
+// DefaultHeartbeat is how often a stream says it is alive when
+// Config.Heartbeat is 0: well inside every common idle timeout (nginx's
+// proxy_read_timeout and AWS load balancers' 60 s, HAProxy's usual 30-50 s,
+// Node's fetch 300 s).
+const DefaultHeartbeat = 5 * time.Second
 
 // Config configures a Service.
 type Config struct {
@@ -39,6 +48,22 @@ type Config struct {
 	MaxHolds int
 	// Logger receives the service's own events; silent when nil.
 	Logger *slog.Logger
+	// Heartbeat is how often every stream (acquire, campaign, watch)
+	// writes a line while it waits or holds: DefaultHeartbeat when 0. A
+	// caller whose connection cannot take a heartbeat is gone, and its
+	// holding is released.
+	Heartbeat time.Duration
+	// AnyHost skips the Host check (a Unix socket, which no web page can
+	// reach). Otherwise a request's Host must be an IP address, localhost,
+	// or one of AllowHosts: a page that reaches a loopback service through
+	// DNS rebinding sends its own site's name.
+	AnyHost bool
+	// AllowHosts are host names (without port) accepted in Host besides IP
+	// addresses and localhost: the name a proxy or callers use.
+	AllowHosts []string
+	// AllowOrigins are the Origin values (scheme://host[:port]) accepted;
+	// a request carrying any other Origin (a web page's) is refused.
+	AllowOrigins []string
 }
 
 // Service answers the HTTP API over one Client. It is safe for concurrent use.
@@ -53,7 +78,9 @@ type Service struct {
 	mu       sync.Mutex
 	byID     map[string]*holding
 	byPath   map[string]map[*holding]struct{}
-	perCall  map[string]int // holdings and waits per caller
+	perCall  map[string]int    // holdings, waits and watches per caller
+	lost     map[string]string // ids of holdings ended by a loss: their caller
+	lostFIFO []string          // the same ids, oldest first (at most maxLost)
 	closed   bool
 	handlers sync.WaitGroup // Add under mu, while not closed
 }
@@ -74,6 +101,12 @@ func New(c *zklock.Client, cfg Config) (*Service, error) {
 	if cfg.MaxHolds < 0 {
 		return nil, errors.New("lockservice: MaxHolds must not be negative")
 	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.Heartbeat < 0 {
+		return nil, errors.New("lockservice: Heartbeat must not be negative")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -81,6 +114,7 @@ func New(c *zklock.Client, cfg Config) (*Service, error) {
 	return &Service{
 		c: c, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		byID: map[string]*holding{}, byPath: map[string]map[*holding]struct{}{}, perCall: map[string]int{},
+		lost: map[string]string{},
 	}, nil
 }
 
@@ -120,7 +154,8 @@ func Routes() []Route {
 	}
 }
 
-// Handler returns the service's HTTP handler.
+// Handler returns the service's HTTP handler. Every request but GET
+// /healthz passes the browser check first (Host and Origin), then the token.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range Routes() {
@@ -129,11 +164,42 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such route: "+r.Method+" "+r.URL.Path+"; see docs/openapi.json")
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && !s.fromProgram(w, r) {
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// fromProgram refuses (403) a request a web browser may have sent: one
+// carrying an Origin not allowed, or (on TCP) a Host that is not an IP
+// address, localhost or an allowed name. After DNS rebinding, a page's
+// request to 127.0.0.1 is same-origin, may be JSON, and sends no token the
+// service would miss when it asks for none: only its Host (the page's own
+// site) and Origin give it away. It returns false after answering.
+func (s *Service) fromProgram(w http.ResponseWriter, r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.cfg.AllowOrigins, o) {
+		writeError(w, http.StatusForbidden, "forbidden_origin", "requests from web pages (Origin "+o+") are refused; start the service with --allow-origin "+o+" to accept that page")
+		return false
+	}
+	if s.cfg.AnyHost {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") || slices.ContainsFunc(s.cfg.AllowHosts, func(a string) bool { return strings.EqualFold(a, host) }) {
+		return true
+	}
+	writeError(w, http.StatusForbidden, "forbidden_host", "Host "+r.Host+" is not this service's address (an IP address, localhost, or an --allow-host name)")
+	return false
 }
 
 // wrap authenticates the caller and refuses a POST that is not JSON (which
-// a web page could send to a local service without asking).
+// a web page could send to a local service without a preflight).
 func (s *Service) wrap(rt Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		caller, ok := s.authenticate(r)

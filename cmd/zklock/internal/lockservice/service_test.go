@@ -37,12 +37,17 @@ func TestLostLockReportedBeforeTheNextGrant(t *testing.T) {
 	lost := a.next(t)
 	require.Equal(t, "lost", lost.Event)
 	require.Contains(t, lost.Reason, "lock lost")
-	bGranted := <-b.events // the grant comes after the loss was written, whichever we read first
+	bGranted := b.next(t) // the grant comes after the loss was written, whichever we read first
 	require.Equal(t, "granted", bGranted.Event)
 	require.Less(t, lost.Seq, bGranted.Seq, "the loss was written before the next grant")
 	require.Greater(t, bGranted.Token, granted.Token)
-	_, open := <-a.events
-	require.False(t, open, "a's stream ends after the loss")
+	a.ended(t) // a's stream ends after the loss
+
+	// Its release, after the stream ended, says it was lost.
+	code, body := s.call(t, "POST", "/v1/lock/release", lockservice.ReleaseRequest{ID: granted.ID})
+	require.Equal(t, http.StatusConflict, code, string(body))
+	checkSchemaJSON(t, "ErrorResponse", body)
+	require.Contains(t, string(body), `"code":"lost"`)
 }
 
 // TestReleaseAndOrder: callers of one path are granted in the order they
@@ -90,7 +95,8 @@ func TestRefusals(t *testing.T) {
 		{"trailing data", "/v1/lock/acquire", `{"path":"` + p + `"} {}`, 400, "data after the JSON object"},
 		{"bad kind", "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Kind: "spin"}, 400, `unknown kind "spin"`},
 		{"bad timeout", "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Timeout: "soon"}, 400, `timeout "soon"`},
-		{"semaphore without permits", "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Kind: "semaphore"}, 400, "permits"},
+		{"semaphore without limit", "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Kind: "semaphore"}, 400, "needs limit"},
+		{"permits over the limit", "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Kind: "semaphore", Limit: 2, Permits: 3}, 400, "not between 1 and the limit 2"},
 		{"relative path", "/v1/lock/acquire", lockservice.AcquireRequest{Path: "locks/x"}, 400, "invalid lock path"},
 		{"outside the prefix", "/v1/lock/acquire", lockservice.AcquireRequest{Path: "/elsewhere/x"}, 403, "outside this service's prefix"},
 		{"status outside the prefix", "/v1/lock/status?path=/elsewhere", nil, 403, "outside"},
@@ -132,7 +138,12 @@ func TestRefusals(t *testing.T) {
 	require.Equal(t, http.StatusConflict, code, string(body))
 	require.Contains(t, string(body), `"code":"locked"`)
 	code, body = s2.call(t, "POST", "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Timeout: "100ms"})
-	require.Equal(t, http.StatusRequestTimeout, code, string(body))
+	require.Equal(t, http.StatusOK, code, string(body)) // accepted at once: the stream says how the wait ended
+	var failed lockservice.Event
+	require.NoError(t, json.Unmarshal(body, &failed))
+	checkSchemaJSON(t, "Event", body)
+	require.Equal(t, "failed", failed.Event)
+	require.Equal(t, "timeout", failed.Code)
 	waitQueue(t, s.client, p, 1) // the timed-out waiter left no node
 }
 
@@ -151,11 +162,11 @@ func TestKinds(t *testing.T) {
 	require.Equal(t, "granted", w.next(t).Event)
 
 	sp := lockPath(t)
-	a := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: sp, Kind: "semaphore", Permits: 2})
-	b := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: sp, Kind: "semaphore", Permits: 2})
+	a := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: sp, Kind: "semaphore", Limit: 2})
+	b := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: sp, Kind: "semaphore", Limit: 2})
 	require.Equal(t, "granted", a.next(t).Event)
 	require.Equal(t, "granted", b.next(t).Event)
-	code, body := s.call(t, "POST", "/v1/lock/acquire", lockservice.AcquireRequest{Path: sp, Kind: "semaphore", Permits: 2, Try: true})
+	code, body := s.call(t, "POST", "/v1/lock/acquire", lockservice.AcquireRequest{Path: sp, Kind: "semaphore", Limit: 2, Try: true})
 	require.Equal(t, http.StatusConflict, code, string(body))
 	code, body = s.call(t, "GET", "/v1/lock/status?path="+sp, nil)
 	require.Equal(t, http.StatusOK, code, string(body))
