@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -105,4 +109,36 @@ func TestExecHTTP(t *testing.T) {
 		ld, _ := body["leader"].(map[string]any)
 		return code == http.StatusOK && ld != nil && ld["value"] == "10.0.0.2:80"
 	})
+}
+
+// TestServeUnix: --unix makes the socket mode 600, as documented; a
+// caller's holding names its process and user (SO_PEERCRED) in the owner
+// record; the Host check is off (no web page reaches a Unix socket) while
+// an Origin is still refused.
+func TestServeUnix(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (no curl in $PATH): this test drives it")
+	}
+	sock := filepath.Join(t.TempDir(), "zklock.sock")
+	p := start(t, "serve", "--unix", sock, "--heartbeat", "100ms")
+	httpAddrOf(t, p.stdout, "listening on unix:")
+	fi, err := os.Stat(sock)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the socket's mode")
+
+	path := lockPath(t)
+	holder := exec.Command("curl", "-sSN", "--unix-socket", sock, "-H", "Content-Type: application/json",
+		"-d", `{"path":"`+path+`","owner":"nightly"}`, "http://anything.example/v1/lock/acquire")
+	holder.Stdout = io.Discard
+	require.NoError(t, holder.Start())
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	cs := waitQueue(t, connect(t), path, 1)
+	require.Equal(t, fmt.Sprintf("nightly (pid %d uid %d)", holder.Process.Pid, os.Getuid()), cs[0].Owner.Name)
+
+	out, err := exec.Command("curl", "-sS", "--unix-socket", sock, "-H", "Origin: http://evil.example",
+		"http://localhost/v1/lock/status?path="+path).Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), "forbidden_origin")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.errText())
 }
