@@ -30,6 +30,9 @@ var (
 	// ErrHoldLimit ends a lease that reached the hold limit (WithMaxHold):
 	// zklock deleted its node, so the next waiter may hold the lock. It is not
 	// ErrLockLost: the lease ended on purpose, at a moment known in advance.
+	// A holder that could not run past its limit and was broken meanwhile by
+	// a waiter (WithBreakOverdue) ends with it too, saying so and wrapping
+	// zk.ErrNoNode.
 	ErrHoldLimit = errors.New("zklock: hold limit reached")
 	// ErrReleased is what Lease.Err reports after a normal Release.
 	ErrReleased = errors.New("zklock: lease released")

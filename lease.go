@@ -354,6 +354,7 @@ func (l *Lease) whenEnded(fn func(error)) {
 // Release is deleting the node, a node-deleted loss may be that very delete:
 // it waits for the delete's outcome; any other loss ends the lease at once.
 func (l *Lease) lose(err error) {
+	err = l.overdueEnd(err)
 	l.mu.Lock()
 	releasing := l.state == leaseReleasing
 	switch {

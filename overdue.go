@@ -108,3 +108,51 @@ func (q *queueNode) watchOverdue(ctx context.Context, pred string, last bool, da
 	t := time.NewTimer(in)
 	return t.C, t.Stop
 }
+
+// lateLimit is how late past its hold limit a lease must end for it to be
+// taken for broken as overdue: a timer that late means the process could
+// not run (stopped, a frozen VM), and a waiter's grace (half its own session
+// timeout) may be short.
+const lateLimit = 100 * time.Millisecond
+
+// overdueEnd is the end err of a lease, as lose is given it, or the end of a
+// holder broken as overdue: one that was past its hold limit by lateLimit
+// (its process could not run) when its node was found deleted by someone
+// else, or when its limit fired and its node, read then, was gone already
+// in the same session. Both orders, whichever the monitor saw first, end
+// the lease the same: with ErrHoldLimit saying so, wrapping zk.ErrNoNode.
+// Only a late limit costs a read, bounded by a second (or a quarter of the
+// session timeout) and made only while connected.
+func (l *Lease) overdueEnd(err error) error {
+	c, q := l.c, l.q
+	if c == nil || q == nil || l.parts != nil || q.brief || c.opts.maxHold <= 0 {
+		return err
+	}
+	held := time.Since(l.since)
+	limit, deleted := errors.Is(err, ErrHoldLimit), isNodeDeleted(err)
+	if !limit && !deleted || held-c.opts.maxHold < lateLimit {
+		return err
+	}
+	l.mu.Lock()
+	releasing := l.state != leaseHeld
+	l.mu.Unlock()
+	if releasing {
+		return err
+	}
+	if limit {
+		if c.conn.State() != zk.StateHasSession || q.lossCheck() != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), min(c.grantedTimeout()/4, time.Second))
+		defer cancel()
+		there, rerr := call(ctx, c, func() (bool, error) {
+			ok, _, err := c.conn.Exists(q.full())
+			return ok, err
+		})
+		if rerr != nil || there || q.lossCheck() != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: held for %v, past the limit of %v: broken by a waiter past the limit while the process could not run (node %s was deleted by someone else): %w",
+		ErrHoldLimit, held.Round(time.Millisecond), c.opts.maxHold, q.full(), zk.ErrNoNode)
+}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zklock/zklock"
 )
 
@@ -32,7 +34,8 @@ operator who keeps the lock while working by hand in another terminal.
 
 Exit status: 0 after releasing on an interrupt, 2 for a usage error, 69 if
 ZooKeeper could not be reached, 75 if --timeout expired first, 76 if the
-lock was lost, 79 if it was held for --max-hold.
+lock was lost, 79 if it was held for --max-hold (or, stopped past it, was
+broken by a waiter meanwhile: it says so).
 `,
 	flags: func(fs *flag.FlagSet) {
 		addConnFlags(fs)
@@ -82,7 +85,12 @@ func runLock(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "released %s\n", path)
 		return exitOK
 	case <-lease.Done():
-		if err := lease.Err(); errors.Is(err, zklock.ErrHoldLimit) {
+		switch err := lease.Err(); {
+		case errors.Is(err, zklock.ErrHoldLimit) && errors.Is(err, zk.ErrNoNode):
+			// The limit fired late (the process was stopped) and the node
+			// was gone already: a waiter broke it as overdue.
+			return fail(stderr, exitHoldLimit, "the lock on %s was broken by a waiter past --max-hold %v while this process was stopped; it is no longer held", path, maxHold)
+		case errors.Is(err, zklock.ErrHoldLimit):
 			return fail(stderr, exitHoldLimit, "held %s for --max-hold %v; released it", path, maxHold)
 		}
 		return fail(stderr, exitLost, "lost the lock on %s: %s", path, lossCause(lease.Err()))
