@@ -23,6 +23,11 @@
 // Other recipes (recipes_test.go):
 //   semmutex     InterProcessSemaphoreMutex (a semaphore's layout)
 //   multi:OTHER  InterProcessMultiLock of PATH then OTHER, in that order
+//
+// A server partition (partition_test.go):
+//   partition:MS InterProcessMutex on a session of MS ms: held HOLD_MS, and
+//                every ConnectionStateListener change printed as
+//                "OUT STATE <state> <ns>"
 import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
@@ -49,7 +54,12 @@ public class Driver {
         String servers = args[0], path = args[1], kind = args[2];
         int cycles = Integer.parseInt(args[3]);
         long holdMs = Long.parseLong(args[4]);
-        CuratorFramework client = CuratorFrameworkFactory.newClient(servers, 10000, 5000, new RetryOneTime(100));
+        boolean partition = kind.startsWith("partition:");
+        int sessionMs = partition ? Integer.parseInt(kind.substring(10)) : 10000;
+        CuratorFramework client = CuratorFrameworkFactory.newClient(servers, sessionMs, Math.min(5000, sessionMs), new RetryOneTime(100));
+        if (partition) {
+            client.getConnectionStateListenable().addListener((c, state) -> out("STATE " + state + " " + System.nanoTime()));
+        }
         client.start();
         if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
             throw new IllegalStateException("no connection to " + servers);
@@ -96,7 +106,7 @@ public class Driver {
             }
         } else {
             InterProcessLock lock;
-            String k = kind.startsWith("multi:") ? "multi" : kind;
+            String k = kind.startsWith("multi:") ? "multi" : partition ? "mutex" : kind;
             switch (k) {
                 case "multi": lock = new InterProcessMultiLock(client, Arrays.asList(path, kind.substring(6))); break;
                 case "mutex": lock = new InterProcessMutex(client, path); break;

@@ -6,6 +6,8 @@ Linux):
 
 KIND is mutex (Lock), read (ReadLock), write (WriteLock) or semaphore:N
 (Semaphore with max_leases N); the extra patterns go to extra_lock_patterns.
+KIND partition:MS is Lock on a session of MS ms that prints every KazooState
+change as "OUT STATE <state> <ns>" (partition_test.go).
 KIND leases prints "OUT LEASES <n>" (Semaphore.lease_holders) and exits. It prints READY once connected, then
 "ACQ <ns>" right after each acquire and "REL <ns>" right before each release.
 """
@@ -18,7 +20,10 @@ from kazoo.client import KazooClient
 def main():
     servers, path, kind, cycles, hold_ms = sys.argv[1:6]
     extra = tuple(sys.argv[6:])
-    zk = KazooClient(hosts=servers, timeout=10.0)
+    partition = kind.startswith("partition:")
+    zk = KazooClient(hosts=servers, timeout=int(kind[10:]) / 1000 if partition else 10.0)
+    if partition:
+        zk.add_listener(lambda s: print("OUT STATE", s, time.monotonic_ns(), flush=True))
     zk.start(timeout=20)
     print("READY", flush=True)
     if kind == "leases":
@@ -30,7 +35,7 @@ def main():
     if kind.startswith("semaphore:"):
         lock = zk.Semaphore(path, "kazoo-driver", max_leases=int(kind[10:]))
     else:
-        make = {"mutex": zk.Lock, "read": zk.ReadLock, "write": zk.WriteLock}[kind]
+        make = {"mutex": zk.Lock, "read": zk.ReadLock, "write": zk.WriteLock}["mutex" if partition else kind]
         lock = make(path, "kazoo-driver", extra_lock_patterns=extra)
     for _ in range(int(cycles)):
         lock.acquire()
