@@ -70,14 +70,14 @@ func (k *keepAlive) wanted() bool {
 // two thirds of the session timeout after the server went silent), or when
 // Close closes it.
 func (k *keepAlive) run(closing <-chan struct{}) {
-	var last time.Time // when the last sync was sent
+	var last time.Time // when the last sync was answered (or failed)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
 		wait, send := k.next(last)
 		if send {
-			last = time.Now()
 			_, _ = k.conn.Sync("/") // its answer is read by the wire; an error only means no proof
+			last = time.Now()
 			continue
 		}
 		t.Reset(wait)
@@ -91,10 +91,11 @@ func (k *keepAlive) run(closing <-chan struct{}) {
 }
 
 // next says whether to send a sync now, or how long to wait before asking
-// again. While the loss deadline is far, syncs are a proof gap apart, so a
-// connection whose answers keep coming costs one sync a gap; once it is
-// nearer than one and a half gaps, a sync goes as soon as it proves
-// anything.
+// again. While the loss deadline is more than half a proof gap away, a sync
+// goes a gap after the previous one was answered, so that it proves that
+// one: one sync per gap and round trip, whatever else the connection
+// answers. Nearer the deadline (at the first grant after a quiet spell, or
+// after slow answers), a sync goes as soon as it proves anything.
 func (k *keepAlive) next(last time.Time) (time.Duration, bool) {
 	gap := k.gap()
 	if !k.wanted() {
@@ -104,7 +105,7 @@ func (k *keepAlive) next(last time.Time) (time.Duration, bool) {
 	if !ok {
 		return gap / 4, false // no connection or nothing answered yet
 	}
-	if k.until() > gap*3/2 {
+	if k.until() > gap/2 {
 		due = maxTime(due, last.Add(gap))
 	}
 	if wait := time.Until(due); wait > 0 {
