@@ -2,6 +2,8 @@ package zklock_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -43,4 +45,46 @@ func TestKeepAliveCost(t *testing.T) {
 	// One sync per proof gap and round trip, at most two: 10 to 20 in 6 s.
 	require.GreaterOrEqual(t, syncs, int64(window/(session*3/10))-2, "the leader's word is kept")
 	require.LessOrEqual(t, syncs, 2*int64(window/(session*3/10)), "no more than two syncs a proof gap")
+}
+
+// A lease granted after a quiet spell (the client held and awaited nothing,
+// so only its pings were answered, and no sync proved them) or after a long
+// wait in the queue is not presumed lost: the grant's create proves the
+// pings answered a proof gap before it, and the keep-alive proves the rest
+// before the deadline. Eight clients at random phases of their pings.
+func TestKeepAliveGrantAfterQuietSpellHolds(t *testing.T) {
+	const session = time.Second
+	ctx := ctxTimeout(t, time.Minute)
+	hold := func(t *testing.T, c *zklock.Client, l *zklock.Lease) {
+		select {
+		case <-l.Done():
+			t.Fatalf("lease presumed lost while the server answered: %v", l.Err())
+		case <-time.After(3 * session):
+		}
+		require.NoError(t, l.Release(context.Background()))
+	}
+	for i := range 8 {
+		t.Run(fmt.Sprint("quiet", i), func(t *testing.T) {
+			t.Parallel()
+			c := connect(t, zklock.WithSessionTimeout(session))
+			time.Sleep(session + time.Duration(rand.Int64N(int64(session)))) // the phase is the thing varied
+			l, err := mustMutex(t, c, lockPath(t)).Acquire(ctx)
+			require.NoError(t, err)
+			hold(t, c, l)
+		})
+	}
+	t.Run("queued", func(t *testing.T) {
+		t.Parallel()
+		p := lockPath(t)
+		h, w := connect(t, zklock.WithSessionTimeout(session)), connect(t, zklock.WithSessionTimeout(session))
+		first, err := mustMutex(t, h, p).Acquire(ctx)
+		require.NoError(t, err)
+		go func() {
+			time.Sleep(3 * session) // W waits this long in the queue
+			_ = first.Release(context.Background())
+		}()
+		l, err := mustMutex(t, w, p).Acquire(ctx)
+		require.NoError(t, err)
+		hold(t, w, l)
+	})
 }
