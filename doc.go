@@ -81,8 +81,10 @@
 // mean, and holds the one retry policy. session.go follows the ZooKeeper
 // session (events and a cross-check of the connection), the package
 // internal/wire dials and times the bytes on the connection (last contact,
-// connection epochs, the create's zxid, a chroot's paths), lossclock.go
-// applies the loss rule for all leases of a client,
+// the leader's word on the session, connection epochs, the create's zxid, a
+// chroot's paths), lossclock.go applies the loss rule for all leases of a
+// client, keepalive.go sends the syncs that keep the leader's word fresh
+// while leases are held,
 // servers.go checks server lists, client.go holds Connect and
 // Close, options.go the options. mutex.go, reentrant.go, singleton.go,
 // rwmutex.go, semaphore.go and multilock.go (with its composite lease) are
