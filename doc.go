@@ -36,8 +36,9 @@
 // the process runs: its session expires during a network partition or a long
 // pause, or someone deletes its node. A Lease reports this on Done and Err,
 // and declares the loss before any other session could be granted the lock
-// (measured from the last time the server is known to have heard from the
-// client). A process that is paused cannot notice anything until it runs
+// (measured from the last time ZooKeeper's leader is known to have heard from
+// the client: a follower cut off from its leader still answers, so its
+// answers alone prove nothing). A process that is paused cannot notice anything until it runs
 // again, so a resource that must never see two writers should check the
 // fencing token (Lease.Token): it grows with every new holder of a path.
 //
