@@ -75,10 +75,13 @@ func (k *keepAlive) run(closing <-chan struct{}) {
 	defer t.Stop()
 	for {
 		wait, send := k.next(last)
-		if send {
-			_, _ = k.conn.Sync("/") // its answer is read by the wire; an error only means no proof
+		if send && !isDone(closing) {
+			_, err := k.conn.Sync("/") // its answer is read by the wire
 			last = time.Now()
-			continue
+			if err == nil {
+				continue
+			}
+			wait = k.gap() / 4 // no proof; and a closed connection fails at once: no spin
 		}
 		t.Reset(wait)
 		select {
