@@ -63,14 +63,21 @@ func newClient(conn *zk.Conn, own bool, w *wire.Tap, o options) *Client {
 		c.clock.run(c.closing)
 	}()
 	if w != nil {
-		c.keep = newKeepAlive(conn, w, o.sessionTimeout, c.clock.untilLossDeadline)
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			c.keep.run(c.closing)
-		}()
+		c.keep = newKeepAlive(conn, w, o.sessionTimeout, c.clock.untilLossDeadline, c.spawn, c.closing)
 	}
 	return c
+}
+
+// spawn runs fn on a goroutine Close waits for; false once Close began.
+func (c *Client) spawn(fn func()) bool {
+	if !c.track() {
+		return false
+	}
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
 }
 
 // ID returns the client's random id, recorded in its lock nodes.

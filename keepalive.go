@@ -19,34 +19,34 @@ import (
 // once the oldest unproven answer can be proven. With nothing held or
 // awaited it sends nothing.
 type keepAlive struct {
-	conn  *zk.Conn
-	wire  *wire.Tap
-	asked time.Duration        // the session timeout asked for, until one is granted
-	until func() time.Duration // how long until leases must be presumed lost (lossClock)
+	conn    *zk.Conn
+	wire    *wire.Tap
+	asked   time.Duration        // the session timeout asked for, until one is granted
+	until   func() time.Duration // how long until leases must be presumed lost (lossClock)
+	spawn   func(func()) bool    // runs a goroutine Close waits for; false once closing
+	closing <-chan struct{}
 
-	mu     sync.Mutex
-	demand int           // leases held and acquisitions under way
-	wake   chan struct{} // one pending wake-up: demand rose from zero
+	mu      sync.Mutex
+	demand  int  // leases held and acquisitions under way
+	running bool // the goroutine sending syncs runs: only while demand > 0
 }
 
-func newKeepAlive(conn *zk.Conn, w *wire.Tap, asked time.Duration, until func() time.Duration) *keepAlive {
-	return &keepAlive{conn: conn, wire: w, asked: asked, until: until, wake: make(chan struct{}, 1)}
+func newKeepAlive(conn *zk.Conn, w *wire.Tap, asked time.Duration, until func() time.Duration,
+	spawn func(func()) bool, closing <-chan struct{}) *keepAlive {
+	return &keepAlive{conn: conn, wire: w, asked: asked, until: until, spawn: spawn, closing: closing}
 }
 
-// want counts one more lease or acquisition that needs the leader's word;
-// the function returned (idempotent) ends it. A nil keepAlive (no wire)
-// keeps nothing.
+// want counts one more lease or acquisition that needs the leader's word,
+// starting the goroutine if none runs; the function returned (idempotent)
+// ends it. A nil keepAlive (no wire) keeps nothing.
 func (k *keepAlive) want() (done func()) {
 	if k == nil {
 		return func() {}
 	}
 	k.mu.Lock()
 	k.demand++
-	if k.demand == 1 {
-		select {
-		case k.wake <- struct{}{}:
-		default:
-		}
+	if !k.running {
+		k.running = k.spawn(k.run)
 	}
 	k.mu.Unlock()
 	var once sync.Once
@@ -59,23 +59,29 @@ func (k *keepAlive) want() (done func()) {
 	}
 }
 
-func (k *keepAlive) wanted() bool {
+// idle ends the goroutine when nothing needs it: it reports true, under the
+// lock want takes, once demand is zero.
+func (k *keepAlive) idle() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.demand > 0
+	if k.demand > 0 {
+		return false
+	}
+	k.running = false
+	return true
 }
 
-// run sends the syncs until closing closes. One sync at a time: it returns
-// with its answer, or when go-zookeeper drops the connection (at the latest
-// two thirds of the session timeout after the server went silent), or when
-// Close closes it.
-func (k *keepAlive) run(closing <-chan struct{}) {
+// run sends the syncs while something needs them and the client is open.
+// One sync at a time: it returns with its answer, or when go-zookeeper
+// drops the connection (at the latest two thirds of the session timeout
+// after the server went silent), or when Close closes it.
+func (k *keepAlive) run() {
 	var last time.Time // when the last sync was answered (or failed)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	for {
+	for !k.idle() {
 		wait, send := k.next(last)
-		if send && !isDone(closing) {
+		if send && !isDone(k.closing) {
 			_, err := k.conn.Sync("/") // its answer is read by the wire
 			last = time.Now()
 			if err == nil {
@@ -83,11 +89,10 @@ func (k *keepAlive) run(closing <-chan struct{}) {
 			}
 			wait = k.gap() / 4 // no proof; and a closed connection fails at once: no spin
 		}
-		t.Reset(wait)
+		t.Reset(min(wait, k.gap()/4)) // a quarter gap at most: demand may have ended
 		select {
 		case <-t.C:
-		case <-k.wake:
-		case <-closing:
+		case <-k.closing:
 			return
 		}
 	}
@@ -101,9 +106,6 @@ func (k *keepAlive) run(closing <-chan struct{}) {
 // after slow answers), a sync goes as soon as it proves anything.
 func (k *keepAlive) next(last time.Time) (time.Duration, bool) {
 	gap := k.gap()
-	if !k.wanted() {
-		return time.Hour, false // until want wakes it
-	}
 	due, ok := k.wire.ProofDue()
 	if !ok {
 		return gap / 4, false // no connection or nothing answered yet
@@ -112,7 +114,7 @@ func (k *keepAlive) next(last time.Time) (time.Duration, bool) {
 		due = maxTime(due, last.Add(gap))
 	}
 	if wait := time.Until(due); wait > 0 {
-		return min(wait, gap/4), false // the deadline moves as proofs come
+		return wait, false
 	}
 	return 0, true
 }
