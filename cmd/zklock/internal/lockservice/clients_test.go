@@ -1,7 +1,8 @@
 package lockservice_test
 
-// The service driven by real clients in other languages: curl, and a
-// Python script using only the standard library (testdata/caller.py).
+// The service driven by real clients in other languages: curl, and the
+// Python and Node clients of clients/ (through testdata/pyclient.py and
+// testdata/nodeclient.mjs).
 
 import (
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock/cmd/zklock/internal/lockservice"
+	"github.com/zklock/zklock/zktest"
 )
 
 // killBound is the stated release time for a caller whose process ends: its
@@ -94,106 +96,274 @@ func waitLine(t *testing.T, file string, n int) lockservice.Event {
 	return ev
 }
 
-// pyCaller is one testdata/caller.py process holding or waiting.
-type pyCaller struct {
+// lang is a client library in another language, run by its interpreter.
+type lang struct {
+	name, interpreter, how string
+	cmd                   func(args ...string) *exec.Cmd
+}
+
+// repoRoot is the repository's root, from this package's directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../../../..")
+	require.NoError(t, err)
+	return root
+}
+
+// langs are the clients under clients/: Python's and Node's test drivers
+// (testdata/pyclient.py, testdata/nodeclient.mjs) with the package on the
+// interpreter's path.
+func langs(t *testing.T) []lang {
+	root := repoRoot(t)
+	return []lang{
+		{name: "python", interpreter: "python3", how: "install Python 3 (apt-get install python3)", cmd: func(args ...string) *exec.Cmd {
+			c := exec.Command("python3", append([]string{"testdata/pyclient.py"}, args...)...)
+			c.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "clients/python/src"))
+			return c
+		}},
+		{name: "node", interpreter: "node", how: "install Node.js 18 or later (https://nodejs.org, or apt-get install nodejs)", cmd: func(args ...string) *exec.Cmd {
+			c := exec.Command("node", append([]string{"testdata/nodeclient.mjs"}, args...)...)
+			c.Env = append(os.Environ(), "ZKLOCK_NODE_CLIENT=file://"+filepath.Join(root, "clients/node/index.js"))
+			return c
+		}},
+	}
+}
+
+// eachLang runs f for each client, skipping one whose interpreter is absent.
+func eachLang(t *testing.T, f func(t *testing.T, l lang)) {
+	for _, l := range langs(t) {
+		t.Run(l.name, func(t *testing.T) {
+			if _, err := exec.LookPath(l.interpreter); err != nil {
+				t.Skipf("%s is not installed (no %s in $PATH), so the %s client is not tested: %s", l.interpreter, l.interpreter, l.name, l.how)
+			}
+			f(t, l)
+		})
+	}
+}
+
+// clientProc is one driver process holding or waiting.
+type clientProc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	out   string
 	done  chan struct{}
 }
 
-func startPython(t *testing.T, s *served, path string) *pyCaller {
+func startClient(t *testing.T, l lang, s *served, path string) *clientProc {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
 	f, err := os.Create(out)
 	require.NoError(t, err)
 	defer f.Close()
-	cmd := exec.Command("python3", "testdata/caller.py", s.url, path, s.token)
+	cmd := l.cmd(s.url, s.token, path)
 	cmd.Stdout, cmd.Stderr = f, os.Stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	c := &pyCaller{cmd: cmd, stdin: stdin, out: out, done: make(chan struct{})}
+	c := &clientProc{cmd: cmd, stdin: stdin, out: out, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(c.done) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-c.done })
 	return c
 }
 
-func (c *pyCaller) lines() string { b, _ := os.ReadFile(c.out); return string(b) }
+func (c *clientProc) lines() string { b, _ := os.ReadFile(c.out); return string(b) }
 
-// TestPythonCallers: three Python callers on one path are granted in the
-// order they queued; one released by request, one killed (SIGKILL) while
-// holding: the next is granted within killBound.
-func TestPythonCallers(t *testing.T) {
-	s := serve(t, lockservice.Config{Tokens: map[string]string{"py-token": "python"}})
-	p := lockPath(t)
-	var callers []*pyCaller
-	for i := range 3 {
-		callers = append(callers, startPython(t, s, p))
-		waitQueue(t, s.client, p, i+1)
-	}
-	first := waitLine(t, callers[0].out, 1)
-	require.Equal(t, "granted", first.Event)
-	require.NotContains(t, callers[1].lines()+callers[2].lines(), "granted")
-
-	_, err := io.WriteString(callers[0].stdin, "release\n")
-	require.NoError(t, err)
-	<-callers[0].done
-	require.Equal(t, 0, callers[0].cmd.ProcessState.ExitCode(), callers[0].lines())
-	require.Contains(t, callers[0].lines(), `"event": "released"`)
-	second := waitLine(t, callers[1].out, 1)
-	require.Equal(t, "granted", second.Event)
-	require.Greater(t, second.Token, first.Token)
-	require.NotContains(t, callers[2].lines(), "granted")
-
-	require.NoError(t, callers[1].cmd.Process.Signal(syscall.SIGKILL))
-	killed := time.Now()
-	<-callers[1].done
-	third := waitLine(t, callers[2].out, 1)
-	require.Less(t, time.Since(killed), killBound, "the killed caller's lock is released within the stated time")
-	require.Equal(t, "granted", third.Event)
-	require.Greater(t, third.Token, second.Token)
-	cs := waitQueue(t, s.client, p, 1)
-	require.Equal(t, third.Node, cs[0].Node, "the killed caller's node is gone")
-
-	require.NoError(t, callers[2].stdin.Close()) // stdin closed: it keeps holding until released
-	code, body := s.call(t, "POST", "/v1/lock/release", lockservice.ReleaseRequest{ID: third.ID})
-	require.Equal(t, 200, code, string(body))
-	<-callers[2].done
-	require.Equal(t, 0, callers[2].cmd.ProcessState.ExitCode())
+// driverEvent is a line a driver prints.
+type driverEvent struct {
+	Event, ID, Node, Reason, Code string
+	Token, Seq                    int64
+	OK                            bool
 }
 
-// TestPythonCallerKilledWhileWaiting: a caller killed (SIGKILL) in the
-// middle of its acquire request, while it waits behind a holder, leaves no
-// queue node: its wait ends with the connection, and the caller after it is
-// next in line.
-func TestPythonCallerKilledWhileWaiting(t *testing.T) {
-	s := serve(t, lockservice.Config{Tokens: map[string]string{"py-token": "python"}})
-	p := lockPath(t)
-	holder := startPython(t, s, p)
-	waitQueue(t, s.client, p, 1)
-	first := waitLine(t, holder.out, 1)
-	require.Equal(t, "granted", first.Event)
-	doomed := startPython(t, s, p)
-	waitQueue(t, s.client, p, 2)
-	next := startPython(t, s, p)
-	waitQueue(t, s.client, p, 3)
+// line waits for the driver's n-th line.
+func (c *clientProc) line(t *testing.T, n int) driverEvent {
+	t.Helper()
+	var lines []string
+	eventually(t, fmt.Sprintf("%d lines from the client", n), func() bool {
+		lines = strings.SplitAfter(c.lines(), "\n")
+		return len(lines) > n || (len(lines) == n && strings.HasSuffix(lines[n-1], "\n"))
+	})
+	var ev driverEvent
+	require.NoError(t, json.Unmarshal([]byte(lines[n-1]), &ev), lines[n-1])
+	return ev
+}
 
-	require.NoError(t, doomed.cmd.Process.Signal(syscall.SIGKILL))
-	killed := time.Now()
-	<-doomed.done
-	cs := waitQueue(t, s.client, p, 2) // the killed waiter's node is gone
-	require.Less(t, time.Since(killed), killBound)
-	require.Equal(t, first.Node, cs[0].Node)
-
-	_, err := io.WriteString(holder.stdin, "release\n")
+func (c *clientProc) release(t *testing.T) {
+	t.Helper()
+	_, err := io.WriteString(c.stdin, "release\n")
 	require.NoError(t, err)
-	<-holder.done
-	granted := waitLine(t, next.out, 1)
-	require.Equal(t, "granted", granted.Event)
-	require.Greater(t, granted.Token, first.Token)
-	require.NoError(t, next.stdin.Close())
-	code, body := s.call(t, "POST", "/v1/lock/release", lockservice.ReleaseRequest{ID: granted.ID})
-	require.Equal(t, 200, code, string(body))
-	<-next.done
+}
+
+// exit waits for the driver's exit code.
+func (c *clientProc) exit(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the client did not exit within 20s")
+	}
+	return c.cmd.ProcessState.ExitCode()
+}
+
+// TestClientsOrderAndKill: three client processes on one path are granted
+// in the order they queued, with growing tokens; one releases; one is
+// killed (SIGKILL) while holding: the next is granted within killBound.
+func TestClientsOrderAndKill(t *testing.T) {
+	eachLang(t, func(t *testing.T, l lang) {
+		s := serve(t, lockservice.Config{Tokens: map[string]string{"client-token": l.name}, Heartbeat: 200 * time.Millisecond})
+		p := lockPath(t)
+		var cs []*clientProc
+		for i := range 3 {
+			cs = append(cs, startClient(t, l, s, p))
+			waitQueue(t, s.client, p, i+1)
+		}
+		first := cs[0].line(t, 1)
+		require.Equal(t, "granted", first.Event)
+		require.NotContains(t, cs[1].lines()+cs[2].lines(), "granted")
+
+		cs[0].release(t)
+		require.Equal(t, 0, cs[0].exit(t), cs[0].lines())
+		require.Equal(t, driverEvent{Event: "released", OK: true}, cs[0].line(t, 2))
+		second := cs[1].line(t, 1)
+		require.Equal(t, "granted", second.Event)
+		require.Greater(t, second.Token, first.Token)
+		require.NotContains(t, cs[2].lines(), "granted")
+
+		require.NoError(t, cs[1].cmd.Process.Signal(syscall.SIGKILL))
+		killed := time.Now()
+		cs[1].exit(t)
+		third := cs[2].line(t, 1)
+		t.Logf("%s: the next granted %v after SIGKILL of the holder", l.name, time.Since(killed))
+		require.Less(t, time.Since(killed), killBound, "the killed client's lock is released within the stated time")
+		require.Equal(t, "granted", third.Event)
+		require.Greater(t, third.Token, second.Token)
+		require.Equal(t, third.Node, waitQueue(t, s.client, p, 1)[0].Node, "the killed client's node is gone")
+
+		require.NoError(t, cs[2].stdin.Close()) // stdin closed: it keeps holding
+		code, body := s.call(t, "POST", "/v1/lock/release", lockservice.ReleaseRequest{ID: third.ID})
+		require.Equal(t, 200, code, string(body))
+		require.Equal(t, 3, cs[2].exit(t), "released by someone else: the client says it lost the lock: %s", cs[2].lines())
+	})
+}
+
+// TestClientsLossBeforeGrant: the holder's node is deleted while another
+// client waits: the holder's client delivers the loss (held.lost set, the
+// signal aborted), and the service wrote it before the waiter's grant.
+func TestClientsLossBeforeGrant(t *testing.T) {
+	eachLang(t, func(t *testing.T, l lang) {
+		s := serve(t, lockservice.Config{Heartbeat: 200 * time.Millisecond})
+		p := lockPath(t)
+		a := startClient(t, l, s, p)
+		granted := a.line(t, 1)
+		require.Equal(t, "granted", granted.Event)
+		b := startClient(t, l, s, p)
+		waitQueue(t, s.client, p, 2)
+
+		raw := zktest.Connect(t, cluster.Addrs(), 4*time.Second)
+		require.NoError(t, raw.Delete(granted.Node, -1))
+		lost := a.line(t, 2)
+		require.Equal(t, "lost", lost.Event)
+		require.Contains(t, lost.Reason, "lock lost")
+		require.Equal(t, 3, a.exit(t))
+		next := b.line(t, 1)
+		require.Equal(t, "granted", next.Event)
+		require.Less(t, lost.Seq, next.Seq, "the loss was written before the next grant")
+		require.Greater(t, next.Token, granted.Token)
+		b.release(t)
+		require.Equal(t, 0, b.exit(t), b.lines())
+	})
+}
+
+// TestClientsHoldThroughIdleTimeouts: behind a proxy that cuts connections
+// idle for 400ms, a client holds for 2s (the clients' own silence bound is
+// 3 heartbeats, or 1s) and a second client waits as long: the heartbeats
+// keep both, and the release and the grant go through.
+func TestClientsHoldThroughIdleTimeouts(t *testing.T) {
+	eachLang(t, func(t *testing.T, l lang) {
+		const idle = 400 * time.Millisecond
+		s := serve(t, lockservice.Config{Heartbeat: 100 * time.Millisecond})
+		px := throughProxy(t, s, idle)
+		p := lockPath(t)
+		a := startClient(t, l, px, p)
+		first := a.line(t, 1)
+		require.Equal(t, "granted", first.Event)
+		b := startClient(t, l, px, p)
+		waitQueue(t, s.client, p, 2)
+		time.Sleep(5 * idle) // the hold itself: the time the proxy and the clients must bear
+		require.Equal(t, first.Node, waitQueue(t, s.client, p, 2)[0].Node, "still held, still waiting")
+		require.NotContains(t, a.lines(), "lost")
+		a.release(t)
+		require.Equal(t, 0, a.exit(t), a.lines())
+		require.Equal(t, driverEvent{Event: "released", OK: true}, a.line(t, 2))
+		require.Equal(t, "granted", b.line(t, 1).Event)
+		b.release(t)
+		require.Equal(t, 0, b.exit(t), b.lines())
+	})
+}
+
+// TestClientsKilledWhileWaiting: a client killed (SIGKILL) in the middle of
+// its wait leaves no queue node: its wait ends with the connection, and the
+// client after it is next in line.
+func TestClientsKilledWhileWaiting(t *testing.T) {
+	eachLang(t, func(t *testing.T, l lang) {
+		s := serve(t, lockservice.Config{Heartbeat: 200 * time.Millisecond})
+		p := lockPath(t)
+		holder := startClient(t, l, s, p)
+		first := holder.line(t, 1)
+		require.Equal(t, "granted", first.Event)
+		doomed := startClient(t, l, s, p)
+		waitQueue(t, s.client, p, 2)
+		next := startClient(t, l, s, p)
+		waitQueue(t, s.client, p, 3)
+
+		require.NoError(t, doomed.cmd.Process.Signal(syscall.SIGKILL))
+		killed := time.Now()
+		doomed.exit(t)
+		cs := waitQueue(t, s.client, p, 2) // the killed waiter's node is gone
+		require.Less(t, time.Since(killed), killBound)
+		require.Equal(t, first.Node, cs[0].Node)
+
+		holder.release(t)
+		require.Equal(t, 0, holder.exit(t), holder.lines())
+		granted := next.line(t, 1)
+		require.Equal(t, "granted", granted.Event)
+		require.Greater(t, granted.Token, first.Token)
+		next.release(t)
+		require.Equal(t, 0, next.exit(t), next.lines())
+	})
+}
+
+// TestClientPackagesInstall: the clients install as the docs say, with
+// nothing from a package index: `pip install ./clients/python` into a fresh
+// virtual environment (its build backend is in the package, standard
+// library only) and `npm install ./clients/node`; each then imports.
+func TestClientPackagesInstall(t *testing.T) {
+	root := repoRoot(t)
+	eachLang(t, func(t *testing.T, l lang) {
+		dir := t.TempDir()
+		run := func(name string, args ...string) {
+			t.Helper()
+			cmd := exec.Command(name, args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "PIP_NO_INDEX=1", "PIP_DISABLE_PIP_VERSION_CHECK=1", "npm_config_offline=true", "npm_config_audit=false", "npm_config_fund=false", "npm_config_update_notifier=false")
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s %s:\n%s", name, strings.Join(args, " "), out)
+		}
+		switch l.name {
+		case "python":
+			run("python3", "-m", "venv", filepath.Join(dir, "venv"))
+			pip := filepath.Join(dir, "venv/bin/pip")
+			if _, err := os.Stat(pip); err != nil {
+				t.Fatalf("python3 -m venv made no pip (Debian: apt-get install python3-venv): %v", err)
+			}
+			run(pip, "install", "-q", filepath.Join(root, "clients/python"))
+			run(filepath.Join(dir, "venv/bin/python"), "-c", "import zklock; zklock.Client('http://127.0.0.1:7070')")
+		case "node":
+			if _, err := exec.LookPath("npm"); err != nil {
+				t.Fatalf("node is installed but npm is not (Debian: apt-get install npm): %v", err)
+			}
+			run("npm", "install", "--prefix", dir, filepath.Join(root, "clients/node"))
+			run("node", "--input-type=module", "-e", "import { Client } from 'zklock'; new Client();")
+		}
+	})
 }

@@ -1,0 +1,439 @@
+"""A client of ``zklock serve``: fair ZooKeeper locks, read/write locks,
+semaphores and elections from Python, with the standard library only.
+
+    import zklock
+
+    client = zklock.Client()  # http://127.0.0.1:7070, or url=..., token=..., unix_socket=...
+    with client.lock("/locks/report", timeout=30) as held:
+        print("holding, fencing token", held.token)
+        for chunk in work():
+            held.check()  # raises zklock.LockLost once the lock is gone
+            write(chunk, fencing_token=held.token)
+
+A lock is held while its request to the service stays open: the process's
+connection is the lease. Leaving the ``with`` block releases it; a process
+that dies releases it as the operating system closes the connection. A lock
+can be lost while held (the service's ZooKeeper session cut off, the node
+deleted by an operator): ``held.lost`` (a ``threading.Event``) is set, and
+``held.check()`` raises, before the service grants the lock to any other of
+its callers. The service sends a heartbeat on every stream; a stream that
+stays silent for three heartbeats counts as lost too.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional
+
+__all__ = [
+    "Client",
+    "Holding",
+    "Leader",
+    "ZklockError",
+    "Locked",
+    "LockTimeout",
+    "LockLost",
+]
+
+DEFAULT_URL = "http://127.0.0.1:7070"
+
+
+class ZklockError(Exception):
+    """An error answered by the service (``code`` and HTTP ``status``), or a
+    failure to reach it (``code`` "unreachable", status 0)."""
+
+    def __init__(self, message: str, code: str = "failed", status: int = 0) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
+class Locked(ZklockError):
+    """A try found the lock held or waited for."""
+
+
+class LockTimeout(ZklockError):
+    """The timeout passed while others held the lock."""
+
+
+class LockLost(ZklockError):
+    """The lock was lost while held (``Holding.check``)."""
+
+
+def _error(status: int, body: bytes) -> ZklockError:
+    try:
+        e = json.loads(body)
+        msg, code = e.get("error", ""), e.get("code", "failed")
+    except ValueError:
+        msg, code = body.decode(errors="replace"), "failed"
+    return _coded(msg, code, status)
+
+
+def _coded(msg: str, code: str, status: int) -> ZklockError:
+    cls = {"locked": Locked, "timeout": LockTimeout, "lost": LockLost}.get(code, ZklockError)
+    return cls("zklock: " + msg, code, status)
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: Optional[float]) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self._path)
+        self.sock = s
+
+
+def _duration(seconds: Optional[float]) -> Optional[str]:
+    if seconds is None:
+        return None
+    return "%dms" % round(seconds * 1000)
+
+
+def _parse_go_duration(s: str) -> float:
+    """Parses the simple Go durations the service sends (5s, 100ms, 1m30s)."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    total, num, i = 0.0, "", 0
+    while i < len(s):
+        c = s[i]
+        if c.isdigit() or c == ".":
+            num += c
+            i += 1
+            continue
+        j = i
+        while j < len(s) and not (s[j].isdigit() or s[j] == "."):
+            j += 1
+        total += float(num or 0) * units.get(s[i:j], 1.0)
+        num, i = "", j
+    return total
+
+
+@dataclass(frozen=True)
+class Leader:
+    """An election's leader: what it published (``value``) and its token."""
+
+    path: str
+    node: str
+    value: str
+    token: int
+    owner: str = ""
+    host: str = ""
+    pid: int = 0
+
+
+class Client:
+    """A client of one ``zklock serve``. It is safe to use from many threads.
+
+    ``url`` is the service's address (http:// or https://); ``unix_socket`` a
+    Unix socket path instead; ``token`` the bearer token the service asks for
+    (``--token-file``), if any. ``connect_timeout`` bounds connecting and
+    every short request.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        token: Optional[str] = None,
+        unix_socket: Optional[str] = None,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        u = urllib.parse.urlsplit(url)
+        if u.scheme not in ("http", "https"):
+            raise ValueError("zklock: url must be http:// or https://, not %r" % url)
+        self._url = u
+        self._token = token
+        self._unix = unix_socket
+        self._timeout = connect_timeout
+
+    # -- connections -------------------------------------------------------
+
+    def _conn(self) -> http.client.HTTPConnection:
+        if self._unix:
+            return _UnixHTTPConnection(self._unix, self._timeout)
+        if self._url.scheme == "https":
+            return http.client.HTTPSConnection(self._url.hostname or "", self._url.port, timeout=self._timeout)
+        return http.client.HTTPConnection(self._url.hostname or "", self._url.port or 80, timeout=self._timeout)
+
+    def _headers(self, body: bool) -> Dict[str, str]:
+        h = {"Accept": "application/json"}
+        if body:
+            h["Content-Type"] = "application/json"
+        if self._token:
+            h["Authorization"] = "Bearer " + self._token
+        return h
+
+    def _open(self, method: str, route: str, body: Optional[Dict[str, Any]] = None):
+        conn = self._conn()
+        data = None if body is None else json.dumps({k: v for k, v in body.items() if v is not None}).encode()
+        try:
+            conn.request(method, self._url.path.rstrip("/") + route, body=data, headers=self._headers(data is not None))
+            return conn, conn.getresponse()
+        except OSError as e:
+            conn.close()
+            raise ZklockError("zklock: cannot reach the service: %s" % e, "unreachable") from e
+
+    def _call(self, method: str, route: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        conn, resp = self._open(method, route, body)
+        try:
+            raw = resp.read()
+        finally:
+            conn.close()
+        if resp.status != 200:
+            raise _error(resp.status, raw)
+        return json.loads(raw)
+
+    # -- locks -------------------------------------------------------------
+
+    def lock(
+        self,
+        path: str,
+        timeout: Optional[float] = None,
+        *,
+        kind: str = "mutex",
+        limit: Optional[int] = None,
+        permits: Optional[int] = None,
+        owner: Optional[str] = None,
+    ) -> "Holding":
+        """Waits for the lock at ``path`` (at most ``timeout`` seconds; None
+        waits for ever) and returns the holding, a context manager that
+        releases it. ``kind`` is "mutex", "read", "write" or "semaphore"
+        (with ``limit``, its number of permits, and ``permits`` taken at
+        once, default 1). Raises LockTimeout, or ZklockError."""
+        return self._hold(
+            "/v1/lock/acquire",
+            {"path": path, "kind": kind, "limit": limit, "permits": permits,
+             "timeout": _duration(timeout), "owner": owner},
+        )
+
+    def try_lock(self, path: str, **kw: Any) -> Optional["Holding"]:
+        """Takes the lock only if it is free now: the holding, or None."""
+        body = {"path": path, "kind": kw.get("kind", "mutex"), "limit": kw.get("limit"),
+                "permits": kw.get("permits"), "owner": kw.get("owner"), "try": True}
+        try:
+            return self._hold("/v1/lock/acquire", body)
+        except Locked:
+            return None
+
+    def read_lock(self, path: str, timeout: Optional[float] = None, **kw: Any) -> "Holding":
+        """A read lock: readers share it, a writer waits for them."""
+        return self.lock(path, timeout, kind="read", **kw)
+
+    def write_lock(self, path: str, timeout: Optional[float] = None, **kw: Any) -> "Holding":
+        """A write lock: held alone, after the readers queued before it."""
+        return self.lock(path, timeout, kind="write", **kw)
+
+    def semaphore(self, path: str, limit: int, timeout: Optional[float] = None, *, permits: int = 1, **kw: Any) -> "Holding":
+        """``permits`` of a semaphore of ``limit`` permits."""
+        return self.lock(path, timeout, kind="semaphore", limit=limit, permits=permits, **kw)
+
+    def status(self, path: str) -> List[Dict[str, Any]]:
+        """Who holds and who waits at ``path``, holders first."""
+        return self._call("GET", "/v1/lock/status?" + urllib.parse.urlencode({"path": path}))["contenders"]
+
+    def health(self) -> Dict[str, Any]:
+        """The service's /healthz: {"ok": ..., "session": ...}."""
+        conn, resp = self._open("GET", "/healthz")
+        try:
+            return json.loads(resp.read())
+        finally:
+            conn.close()
+
+    # -- elections ---------------------------------------------------------
+
+    def campaign(self, path: str, value: str, timeout: Optional[float] = None, *, owner: Optional[str] = None) -> "Holding":
+        """Waits until elected leader of ``path``, publishing ``value``; the
+        holding's release (or the ``with`` block's end) resigns."""
+        return self._hold("/v1/election/campaign", {"path": path, "value": value, "timeout": _duration(timeout), "owner": owner})
+
+    def leader(self, path: str) -> Optional[Leader]:
+        """The leader of ``path`` now, or None while nobody leads."""
+        try:
+            d = self._call("GET", "/v1/election/leader?" + urllib.parse.urlencode({"path": path}))
+        except ZklockError as e:
+            if e.code == "no_leader":
+                return None
+            raise
+        return _leader(d)
+
+    def watch(self, path: str) -> Iterator[Optional[Leader]]:
+        """Yields the leader of ``path`` now and at every change (None while
+        nobody leads), until the generator is closed. Raises ZklockError
+        when the service falls silent for three heartbeats."""
+        conn, resp = self._open("GET", "/v1/election/watch?" + urllib.parse.urlencode({"path": path}))
+        try:
+            if resp.status != 200:
+                raise _error(resp.status, resp.read())
+            _quiet_after(conn, resp)
+            data = ""
+            while True:
+                try:
+                    line = resp.readline()
+                except OSError as e:
+                    raise ZklockError("zklock: the watch fell silent: %s" % e, "unreachable") from e
+                if not line:
+                    return
+                text = line.decode().rstrip("\r\n")
+                if text.startswith("data:"):
+                    data = text[5:].strip()
+                elif text == "" and data:
+                    d = json.loads(data)
+                    data = ""
+                    yield _leader(d) if d.get("node") else None
+        finally:
+            conn.close()
+
+    # -- holding -----------------------------------------------------------
+
+    def _hold(self, route: str, body: Dict[str, Any]) -> "Holding":
+        conn, resp = self._open("POST", route, body)
+        if resp.status != 200:
+            try:
+                raise _error(resp.status, resp.read())
+            finally:
+                conn.close()
+        try:
+            _quiet_after(conn, resp)
+            while True:
+                ev = _read_event(resp)
+                if ev is None:
+                    raise ZklockError("zklock: the service ended the stream before the grant", "unreachable")
+                if ev["event"] in ("granted", "elected"):
+                    return Holding(self, conn, resp, ev)
+                if ev["event"] == "failed":
+                    raise _coded(ev.get("reason", ""), ev.get("code", "failed"), 0)
+        except BaseException:
+            conn.close()  # a wait given up (KeyboardInterrupt too) leaves nothing behind
+            raise
+
+    def _release(self, holding_id: str) -> bool:
+        """Asks the service to release; False if the lock was lost."""
+        try:
+            self._call("POST", "/v1/lock/release", {"id": holding_id})
+            return True
+        except LockLost:
+            return False
+        except ZklockError as e:
+            if e.code == "not_found":  # its stream ended already
+                return True
+            raise
+
+
+def _leader(d: Dict[str, Any]) -> Leader:
+    return Leader(path=d["path"], node=d["node"], value=d.get("value", ""), token=d.get("token", 0),
+                  owner=d.get("owner", ""), host=d.get("host", ""), pid=d.get("pid", 0))
+
+
+def _quiet_after(conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
+    """A stream with no line for three heartbeats is dead: reads time out."""
+    hb = resp.getheader("Zklock-Heartbeat")
+    if conn.sock is not None and hb:
+        conn.sock.settimeout(max(3 * _parse_go_duration(hb), 1.0))
+
+
+def _read_event(resp: http.client.HTTPResponse) -> Optional[Dict[str, Any]]:
+    try:
+        line = resp.readline()
+    except OSError as e:  # socket.timeout included: three heartbeats missed
+        raise ZklockError("zklock: the service fell silent: %s" % e, "unreachable") from e
+    if not line:
+        return None
+    return json.loads(line)
+
+
+class Holding:
+    """A granted lock (or leadership). Use it as a context manager, or call
+    ``release()``. Attributes: ``token`` (the fencing token: send it to the
+    resource you protect), ``id``, ``node``, ``path``, ``lost`` (a
+    ``threading.Event`` set once the lock is lost), ``reason`` (why)."""
+
+    def __init__(self, client: Client, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, granted: Dict[str, Any]) -> None:
+        self._client = client
+        self._conn = conn
+        self._resp = resp
+        self.granted = granted
+        self.id: str = granted["id"]
+        self.path: str = granted["path"]
+        self.node: str = granted.get("node", "")
+        self.token: int = granted.get("token", 0)
+        self.lost = threading.Event()
+        self.reason: Optional[str] = None
+        self.ended: Optional[Dict[str, Any]] = None  # the stream's last event
+        self._released = False
+        self._asked = False  # release() has asked the service
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, name="zklock " + self.path, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        reason = "the stream ended"
+        try:
+            while True:
+                ev = _read_event(self._resp)
+                if ev is None:
+                    break
+                if ev["event"] == "heartbeat":
+                    continue
+                self.ended = ev
+                if ev["event"] == "released":
+                    with self._lock:
+                        if self._asked:
+                            return
+                    reason = "released by the service: %s" % ev.get("reason", "")
+                    break
+                if ev["event"] == "lost":
+                    reason = ev.get("reason", "lost")
+                    break
+        except (ZklockError, ValueError, OSError) as e:
+            reason = str(e)
+        with self._lock:
+            if self._released:
+                return
+            if self.reason is None:
+                self.reason = reason
+        self.lost.set()
+
+    def check(self) -> None:
+        """Raises LockLost once the lock is gone."""
+        if self.lost.is_set():
+            raise LockLost("zklock: lock lost: %s" % self.reason, "lost")
+
+    @property
+    def held(self) -> bool:
+        """True until the lock is released or lost."""
+        return not self.lost.is_set() and not self._released
+
+    def release(self) -> bool:
+        """Releases the lock (or resigns), once; returns False if it had been
+        lost. It returns within one ZooKeeper round trip."""
+        with self._lock:
+            if self._released or self._asked:
+                return self.reason is None
+            lost = self.lost.is_set()
+            self._asked = True
+        ok = not lost and self._client._release(self.id)
+        with self._lock:
+            self._released = True
+            if not ok and self.reason is None:
+                self.reason = "lost before the release"
+        if not ok:
+            self.lost.set()
+        self._reader.join(10)  # the stream ends with "released" or "lost"
+        self._conn.close()
+        return ok
+
+    def __enter__(self) -> "Holding":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return "<zklock.Holding %s token=%d %s>" % (self.path, self.token, "lost" if self.lost.is_set() else "held")
