@@ -147,7 +147,7 @@ func (l *Lease) ownNodeEvent(ev zk.Event) error {
 		if c.wire != nil && c.clock.untilLossDeadline() <= 0 {
 			// Woken after a pause: the server expired the session and
 			// deleted the node itself.
-			return fmt.Errorf("%w: no word from ZooKeeper for longer than the session can be trusted (node %s is gone)", ErrLockLost, l.q.full())
+			return fmt.Errorf("%w: no word from ZooKeeper's leader for longer than the session can be trusted (node %s is gone)", ErrLockLost, l.q.full())
 		}
 		return deletedByOther(l.q.full())
 	case ev.Type == zk.EventNotWatching:
@@ -231,7 +231,7 @@ func (q *queueNode) lossCheck() error {
 		return c.sessionLoss()
 	case c.wire != nil:
 		if c.clock.untilLossDeadline() <= 0 {
-			return fmt.Errorf("%w: no word from ZooKeeper for longer than the session can be trusted", ErrLockLost)
+			return fmt.Errorf("%w: no word from ZooKeeper's leader for longer than the session can be trusted", ErrLockLost)
 		}
 	case c.conn.State() != zk.StateHasSession:
 		return fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)

@@ -24,7 +24,7 @@ const (
 )
 
 // LossCause names why a lease was lost, for a metric label: "session_expired",
-// "node_deleted", "connection_lost" (no word from ZooKeeper for longer than
+// "node_deleted", "connection_lost" (no word from ZooKeeper's leader for longer than
 // the session can be trusted, or the connection was closed), or "" when err
 // is not a loss.
 func LossCause(err error) string {
