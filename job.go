@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -25,8 +26,9 @@ var ErrRanThisPeriod = errors.New("zklock: already run this period")
 //
 // The record of the last run lives in the node path + ".run" (a sibling of
 // the lock path), written by guarded writes (Lease.Multi) while the lock is
-// held: a runner that lost its lock records nothing. Runs never overlap: a run
-// that outlasts its period holds the lock into the next, whose Run calls
+// held: a runner that lost its lock records only its own end, and only
+// while the record still is its run (see JobRun.End). Runs never overlap: a
+// run that outlasts its period holds the lock into the next, whose Run calls
 // return ErrLocked while it runs; a Run after it in that period runs fn.
 type Job struct {
 	m           *Mutex
@@ -68,19 +70,28 @@ func (j *Job) Path() string { return j.m.path }
 type Run struct {
 	Slot    int64         // the period: the server's time in milliseconds / the period's
 	Period  time.Duration // the job's period when it ran
-	Owner   Owner         // who ran it
-	Start   time.Time     // when the runner's check found the period not run yet
+	Owner   Owner         // who ran it (for "reset": who reset the record)
+	Start   time.Time     // when the runner's check found the period not run yet (for "reset": when it was reset)
 	End     time.Time     // when the end was recorded; zero while it runs (or if its runner died)
-	Outcome string        // "running", "succeeded" or "failed"
-	Error   string        // fn's error, for "failed"
+	Outcome string        // "running", "succeeded", "failed", or "reset" (Job.Reset cleared the period's run)
+	Cause   string        // why a failed run ended: CauseError, CauseSignal, CauseHoldLimit or CauseLost
+	Error   string        // fn's error (or the end's), for "failed"
 }
+
+// The causes of a failed run's end, in Run.Cause.
+const (
+	CauseError     = "error"      // fn returned an error (zklock exec: the command exited non-zero)
+	CauseSignal    = "signal"     // the runner was told to stop by a signal and passed it on (zklock exec)
+	CauseHoldLimit = "hold-limit" // the run reached the hold limit (WithMaxHold): recorded just before it
+	CauseLost      = "lost"       // the runner lost the job's lock while the run went on
+)
 
 // Run calls fn if no run was made in the current period, holding the job's
 // lock, and returns the run and fn's error (matching ErrLockLost or
 // ErrHoldLimit, and wrapping fn's, if the lease ended while fn ran: fn's
-// context is cancelled then, as under Mutex.Do, and no end is recorded).
-// Without calling fn, it returns what Start returns. Its time bound is
-// Start's, then fn's, then Finish's.
+// context is cancelled then, as under Mutex.Do, and the end is recorded as
+// JobRun.End says). Without calling fn, it returns what Start returns. Its
+// time bound is Start's, then fn's, then Finish's.
 func (j *Job) Run(ctx context.Context, fn func(ctx context.Context) error) (Run, error) {
 	r, run, err := j.Start(ctx)
 	if err != nil {
@@ -99,81 +110,214 @@ func (j *Job) Run(ctx context.Context, fn func(ctx context.Context) error) (Run,
 // been run, records the start and returns the run under way. Otherwise it
 // returns the run that covers the period and ErrRanThisPeriod, or, while
 // another process holds the lock (running the job, or checking the period),
-// the last run recorded and an error matching ErrLocked. Its time bound is
-// TryAcquire's, then at most three requests' (each within ctx and the
+// an error matching ErrLocked and the run recorded: the holder's run if it
+// has recorded its start, else the last one (Start waits up to a second for
+// a holder that has just taken the lock to record its start). Its time bound
+// is TryAcquire's, then at most three requests' (each within ctx and the
 // session timeout), then a Release's when it does not start the run.
 func (j *Job) Start(ctx context.Context) (*JobRun, Run, error) {
 	l, err := j.m.TryAcquire(ctx)
 	if errors.Is(err, ErrLocked) {
-		last, rerr := j.LastRun(ctx)
+		last, rerr := j.holdersRun(ctx)
 		return nil, last, errors.Join(err, rerr)
 	}
 	if err != nil {
 		return nil, Run{}, err
 	}
 	r := &JobRun{job: j, lease: l}
-	if r.run, err = j.begin(ctx, l); err != nil {
+	if r.run, err = j.begin(ctx, r); err != nil {
 		r.release(ctx)
 		return nil, r.run, err
 	}
+	r.armHoldLimit()
 	return r, r.run, nil
+}
+
+// holdersWait bounds how long a Start that found the lock held waits for
+// the holder to record its start.
+const holdersWait = time.Second
+
+// holdersRun is the run a holder of the job's lock is making, if it has
+// recorded its start; else, once the record changed (a holder that finds
+// the period run writes the record back) or after holdersWait, the last
+// run recorded. A record that says "running" is the holder's.
+func (j *Job) holdersRun(ctx context.Context) (Run, error) {
+	last, changed, err := j.readW(ctx)
+	if err != nil || last.Outcome == "running" || changed == nil {
+		return last, err
+	}
+	t := time.NewTimer(holdersWait)
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+		return last, nil
+	case <-ctx.Done():
+		return last, nil
+	}
+	return j.LastRun(ctx)
 }
 
 // begin reads the record and the server's time (a write of the record's own
 // data, checked against the version read) under the lease, and records the
 // start if the period has not been run; else it returns the period's run and
 // ErrRanThisPeriod.
-func (j *Job) begin(ctx context.Context, l *Lease) (Run, error) {
-	last, raw, stat, err := j.read(ctx)
-	if err != nil {
-		return last, err
+func (j *Job) begin(ctx context.Context, r *JobRun) (Run, error) {
+	var rec readRecord
+	var now int64
+	for attempt := 0; ; attempt++ {
+		var err error
+		if rec, err = j.read(ctx); err != nil {
+			return rec.run, err
+		}
+		now, err = j.touch(ctx, r.lease, rec)
+		// A runner that lost the lock may have recorded its end meanwhile
+		// (JobRun.End): read the record again.
+		if errors.Is(err, zk.ErrBadVersion) && attempt < 2 {
+			continue
+		}
+		if err != nil {
+			return rec.run, err
+		}
+		break
 	}
-	now, err := j.touch(ctx, l, raw, stat)
-	if err != nil {
-		return last, err
+	last := rec.run
+	if last.Outcome != "running" && last.Outcome != "" && last.End.IsZero() {
+		last.End = time.UnixMilli(now) // an old record's end, as touch pinned it
 	}
 	slot := now / j.period.Milliseconds()
 	if j.covers(last, slot) && !(j.retryFailed && last.Outcome != "succeeded") {
 		return last, ErrRanThisPeriod
 	}
-	run := Run{Slot: slot, Period: j.period, Owner: l.q.owner, Start: time.UnixMilli(now), Outcome: "running"}
-	_, err = j.write(ctx, l, run)
+	r.success = rec.success
+	run := Run{Slot: slot, Period: j.period, Owner: r.lease.q.owner, Start: time.UnixMilli(now), Outcome: "running"}
+	_, err := r.write(ctx, run)
 	return run, err
 }
 
-// A JobRun is a run of a Job under way: Start made it, Finish ends it.
+// A JobRun is a run of a Job under way: Start made it, Finish (or End)
+// ends it. Its methods are safe for concurrent use.
 type JobRun struct {
-	job   *Job
-	lease *Lease
-	run   Run
+	job     *Job
+	lease   *Lease
+	run     Run
+	success *jobSuccess // the last success before this run, carried in the record
+
+	mu      sync.Mutex
+	version int32       // the record's version after this run's last write
+	ended   bool        // End has begun: no hold-limit record after it
+	limit   *time.Timer // the hold-limit record's timer, nil without a limit
+	limited chan struct{}
+	limitOK bool // the hold-limit end was recorded
 }
 
 // Lease returns the lease the run holds the job's lock by: watch Done, pass
 // its Token to what the job writes.
 func (r *JobRun) Lease() *Lease { return r.lease }
 
-// Finish records the run's end (succeeded if ferr is nil, else failed with
-// ferr's message) with a guarded write, releases the lock, and returns the
-// run and ferr. If the lease has ended (lost, or the hold limit), nothing is
-// recorded: the error matches the lease's end and wraps ferr. Its time bound
-// is one request's (within ctx and the session timeout), then a Release of
-// at most the cleanup timeout.
+// Finish is End with the cause ferr implies: CauseError for an error of fn's
+// own; CauseHoldLimit or CauseLost if the lease ended.
 func (r *JobRun) Finish(ctx context.Context, ferr error) (Run, error) {
+	return r.End(ctx, "", ferr)
+}
+
+// End records the run's end and releases the lock, and returns the run and
+// ferr: succeeded if ferr is nil, else failed with ferr's message and cause
+// ("" lets End choose: CauseHoldLimit or CauseLost if the lease has ended,
+// else CauseError; zklock exec passes CauseSignal for a command it stopped
+// on a signal).
+//
+// While the lease holds, the end is a guarded write (Lease.Multi). A run
+// with a hold limit (WithMaxHold) records its end by the limit a moment
+// before it (a tenth of the limit, at most a second), while it still holds:
+// an End before the limit writes the true end over it. A lease lost before
+// End (its session expired, its node deleted) cannot guard a write: End
+// then writes the end only if the record is still this run's start, with a
+// write checked against the version this run last wrote, which lands only if
+// no other process has started or checked the job since. If the lease has
+// ended, the error matches the lease's end and wraps ferr. Its time bound is
+// two requests' (each within ctx and the session timeout), then a Release of
+// at most the cleanup timeout.
+func (r *JobRun) End(ctx context.Context, cause string, ferr error) (Run, error) {
 	defer r.release(ctx)
+	r.mu.Lock()
+	r.ended = true
+	r.mu.Unlock()
+	if r.limit != nil && !r.limit.Stop() {
+		<-r.limited // the hold-limit record is being written: let it land first
+	}
 	run := r.run
 	run.Outcome = "succeeded"
 	if ferr != nil {
 		run.Outcome, run.Error = "failed", ferr.Error()
 	}
-	if lost := r.lease.Err(); lost != nil {
+	lost := r.lease.Err()
+	switch {
+	case ferr == nil && lost == nil:
+	case cause != "":
+		run.Cause = cause
+	case errors.Is(lost, ErrHoldLimit):
+		run.Cause = CauseHoldLimit
+	case lost != nil:
+		run.Cause = CauseLost
+	default:
+		run.Cause = CauseError
+	}
+	if lost != nil {
+		if run.Outcome == "succeeded" { // the end came after the lease's: it ran unguarded for a moment
+			run.Outcome, run.Error = "failed", lost.Error()
+			run.Cause = CauseLost
+			if errors.Is(lost, ErrHoldLimit) {
+				run.Cause = CauseHoldLimit
+			}
+		}
+		r.mu.Lock()
+		recorded := r.limitOK
+		r.mu.Unlock()
+		if !recorded {
+			if end, err := r.writeLost(ctx, run); err == nil {
+				run.End = end
+			}
+		}
 		return run, joinFnErr(lost, ferr)
 	}
-	end, err := r.job.write(ctx, r.lease, run)
+	end, err := r.write(ctx, run)
 	if err != nil {
 		return run, joinFnErr(err, ferr)
 	}
 	run.End = end
 	return run, ferr
+}
+
+// armHoldLimit sets the timer that records the run's end by the hold limit
+// a moment before the limit ends the lease (see End).
+func (r *JobRun) armHoldLimit() {
+	l := r.lease
+	limit := l.c.opts.maxHold
+	if limit <= 0 || l.q.brief {
+		return
+	}
+	margin := min(limit/10, time.Second)
+	r.limited = make(chan struct{})
+	r.limit = time.AfterFunc(time.Until(l.since.Add(limit-margin)), func() {
+		defer close(r.limited)
+		r.mu.Lock()
+		ended := r.ended
+		r.mu.Unlock()
+		if ended || l.Err() != nil {
+			return
+		}
+		run := r.run
+		run.Outcome, run.Cause = "failed", CauseHoldLimit
+		run.Error = fmt.Sprintf("stopped by the hold limit: held for %v", limit)
+		ctx, cancel := context.WithTimeout(context.Background(), margin)
+		defer cancel()
+		if _, err := r.write(ctx, run); err == nil {
+			r.mu.Lock()
+			r.limitOK = true
+			r.mu.Unlock()
+		}
+	})
 }
 
 // joinFnErr is err, wrapping fn's error if there is one.
@@ -191,6 +335,39 @@ func (r *JobRun) release(ctx context.Context) {
 	_ = r.lease.Release(rctx)
 }
 
+// write records run with a guarded write and returns the write's server
+// time, remembering the record's version.
+func (r *JobRun) write(ctx context.Context, run Run) (time.Time, error) {
+	res, err := r.lease.Multi(ctx, &zk.SetDataRequest{Path: r.job.record, Data: encodeRun(run, r.success), Version: -1})
+	if err != nil {
+		return time.Time{}, err
+	}
+	r.mu.Lock()
+	r.version = res[0].Stat.Version
+	r.mu.Unlock()
+	return time.UnixMilli(res[0].Stat.Mtime), nil
+}
+
+// writeLost records the end of a run whose lease has ended, only if the
+// record is still as this run last wrote it (its version unchanged).
+func (r *JobRun) writeLost(ctx context.Context, run Run) (time.Time, error) {
+	c := r.job.m.c
+	ctx, scope, err := c.begin(ctx, true)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer scope.end()
+	r.mu.Lock()
+	version := r.version
+	r.mu.Unlock()
+	data := encodeRun(run, r.success)
+	stat, err := call(ctx, c, func() (*zk.Stat, error) { return c.conn.Set(r.job.record, data, version) })
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(stat.Mtime), nil
+}
+
 // jobRecord is a run as stored: times in the server's milliseconds.
 type jobRecord struct {
 	Slot    int64  `json:"slot"`
@@ -198,17 +375,37 @@ type jobRecord struct {
 	Owner   Owner  `json:"owner"`
 	Start   int64  `json:"start"`
 	Outcome string `json:"outcome"`
+	Cause   string `json:"cause,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// End is the record's end, pinned by the next write of the record
+	// (which moves the node's mtime); until then the mtime is the end.
+	End int64 `json:"end,omitempty"`
+	// LastSuccess is the last succeeded run before this one.
+	LastSuccess *jobSuccess `json:"lastSuccess,omitempty"`
 }
 
-// read returns the last run recorded (the zero Run if none), the record's
-// data and its stat (nil when the node does not exist), within ctx and the
-// session timeout.
-func (j *Job) read(ctx context.Context) (Run, []byte, *zk.Stat, error) {
+// jobSuccess is a succeeded run as the records after it remember it.
+type jobSuccess struct {
+	Slot  int64 `json:"slot"`
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+// readRecord is the record as read: the run, its data, its stat (nil when
+// the node does not exist) and the last success up to it.
+type readRecord struct {
+	run     Run
+	data    []byte
+	stat    *zk.Stat
+	success *jobSuccess
+}
+
+// read returns the record, within ctx and the session timeout.
+func (j *Job) read(ctx context.Context) (readRecord, error) {
 	c := j.m.c
 	ctx, scope, err := c.begin(ctx, true)
 	if err != nil {
-		return Run{}, nil, nil, err
+		return readRecord{}, err
 	}
 	defer scope.end()
 	type got struct {
@@ -221,35 +418,86 @@ func (j *Job) read(ctx context.Context) (Run, []byte, *zk.Stat, error) {
 	})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return Run{}, nil, nil, nil
+		return readRecord{}, nil
 	case err != nil:
-		return Run{}, nil, nil, fmt.Errorf("zklock: reading %s: %w", j.record, err)
+		return readRecord{}, fmt.Errorf("zklock: reading %s: %w", j.record, err)
 	}
-	return decodeRun(r.data, r.stat), r.data, r.stat, nil
+	run, success := decodeRun(r.data, r.stat)
+	return readRecord{run: run, data: r.data, stat: r.stat, success: success}, nil
 }
 
-// decodeRun turns a record into a Run; the zero Run for data that is not one.
-func decodeRun(data []byte, stat *zk.Stat) Run {
+// readW is read with a watch on the record: the channel is closed when it
+// changes (nil if the record does not exist).
+func (j *Job) readW(ctx context.Context) (Run, <-chan struct{}, error) {
+	c := j.m.c
+	ctx, scope, err := c.begin(ctx, true)
+	if err != nil {
+		return Run{}, nil, err
+	}
+	defer scope.end()
+	type got struct {
+		data []byte
+		stat *zk.Stat
+		ev   <-chan zk.Event
+	}
+	r, err := call(ctx, c, func() (got, error) {
+		data, stat, ev, err := c.conn.GetW(j.record)
+		return got{data, stat, ev}, err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return Run{}, nil, nil
+	case err != nil:
+		return Run{}, nil, fmt.Errorf("zklock: reading %s: %w", j.record, err)
+	}
+	changed := make(chan struct{})
+	go func() { // the watch fires once: at the change, or when the session goes
+		<-r.ev
+		close(changed)
+	}()
+	run, _ := decodeRun(r.data, r.stat)
+	return run, changed, nil
+}
+
+// decodeRun turns a record into a Run (the zero Run for data that is not
+// one) and the last success up to it.
+func decodeRun(data []byte, stat *zk.Stat) (Run, *jobSuccess) {
 	var rec jobRecord
 	if json.Unmarshal(data, &rec) != nil || rec.Outcome == "" {
-		return Run{}
+		return Run{}, nil
 	}
-	run := Run{Slot: rec.Slot, Period: time.Duration(rec.Period) * time.Millisecond, Owner: rec.Owner, Start: time.UnixMilli(rec.Start), Outcome: rec.Outcome, Error: rec.Error}
+	run := Run{Slot: rec.Slot, Period: time.Duration(rec.Period) * time.Millisecond, Owner: rec.Owner, Start: time.UnixMilli(rec.Start),
+		Outcome: rec.Outcome, Cause: rec.Cause, Error: rec.Error}
 	if rec.Outcome != "running" {
-		run.End = time.UnixMilli(stat.Mtime)
+		end := rec.End
+		if end == 0 {
+			end = stat.Mtime
+		}
+		run.End = time.UnixMilli(end)
 	}
-	return run
+	if rec.Outcome == "reset" {
+		run.Start = run.End
+		if run.Period > 0 {
+			run.Slot = run.End.UnixMilli() / run.Period.Milliseconds()
+		}
+	}
+	success := rec.LastSuccess
+	if rec.Outcome == "succeeded" {
+		success = &jobSuccess{Slot: rec.Slot, Start: rec.Start, End: run.End.UnixMilli()}
+	}
+	return run, success
 }
 
-// touch writes the record's own data back (or creates it empty) under the
-// lease and returns the write's time on the server's clock. The version
-// check refuses a record someone changed since it was read.
-func (j *Job) touch(ctx context.Context, l *Lease, raw []byte, stat *zk.Stat) (int64, error) {
+// touch writes the record back (or creates it empty) under the lease and
+// returns the write's time on the server's clock. An ended run's end is
+// pinned into the data first, as the write moves the node's mtime. The
+// version check refuses a record someone changed since it was read.
+func (j *Job) touch(ctx context.Context, l *Lease, rec readRecord) (int64, error) {
 	var ops []any
-	if stat == nil {
+	if rec.stat == nil {
 		ops = []any{&zk.CreateRequest{Path: j.record, Acl: j.m.c.opts.acl}, &zk.SetDataRequest{Path: j.record, Version: -1}}
 	} else {
-		ops = []any{&zk.SetDataRequest{Path: j.record, Data: raw, Version: stat.Version}}
+		ops = []any{&zk.SetDataRequest{Path: j.record, Data: pinEnd(rec.data, rec.stat), Version: rec.stat.Version}}
 	}
 	res, err := l.Multi(ctx, ops...)
 	if err != nil {
@@ -258,20 +506,27 @@ func (j *Job) touch(ctx context.Context, l *Lease, raw []byte, stat *zk.Stat) (i
 	return res[len(res)-1].Stat.Mtime, nil
 }
 
-// write records run under the lease and returns the write's server time.
-func (j *Job) write(ctx context.Context, l *Lease, run Run) (time.Time, error) {
-	res, err := l.Multi(ctx, &zk.SetDataRequest{Path: j.record, Data: encodeRun(run, j.period), Version: -1})
-	if err != nil {
-		return time.Time{}, err
+// pinEnd is a record's data with its end written in, if it has ended and
+// the data does not say when.
+func pinEnd(data []byte, stat *zk.Stat) []byte {
+	var rec jobRecord
+	if json.Unmarshal(data, &rec) != nil || rec.Outcome == "" || rec.Outcome == "running" || rec.End != 0 {
+		return data
 	}
-	return time.UnixMilli(res[0].Stat.Mtime), nil
+	rec.End = stat.Mtime
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return data
+	}
+	return b
 }
 
-func encodeRun(run Run, period time.Duration) []byte {
-	rec := jobRecord{Slot: run.Slot, Period: period.Milliseconds(), Owner: run.Owner, Start: run.Start.UnixMilli(), Outcome: run.Outcome, Error: run.Error}
+func encodeRun(run Run, success *jobSuccess) []byte {
 	if run.Outcome == "" {
 		return nil
 	}
+	rec := jobRecord{Slot: run.Slot, Period: run.Period.Milliseconds(), Owner: run.Owner, Start: run.Start.UnixMilli(),
+		Outcome: run.Outcome, Cause: run.Cause, Error: run.Error, LastSuccess: success}
 	b, _ := json.Marshal(rec)
 	return b
 }
@@ -279,18 +534,44 @@ func encodeRun(run Run, period time.Duration) []byte {
 // LastRun returns the last run recorded, the zero Run if none: for
 // operators and 'zklock status'. Its time bound is the session timeout.
 func (j *Job) LastRun(ctx context.Context) (Run, error) {
-	run, _, _, err := j.read(ctx)
-	return run, err
+	rec, err := j.read(ctx)
+	return rec.run, err
+}
+
+// JobState is what a job's record says: its last run, and its last
+// succeeded run (the zero Run if none is remembered). A record written
+// before LastSuccess existed remembers a success only if it is one.
+type JobState struct {
+	Last        Run
+	LastSuccess Run
+}
+
+// State returns the job's record: for monitoring ("has the job succeeded
+// in the last two periods?") and 'zklock job'. Its time bound is the
+// session timeout.
+func (j *Job) State(ctx context.Context) (JobState, error) {
+	rec, err := j.read(ctx)
+	if err != nil {
+		return JobState{}, err
+	}
+	st := JobState{Last: rec.run}
+	if s := rec.success; s != nil {
+		st.LastSuccess = Run{Slot: s.Slot, Period: rec.run.Period, Start: time.UnixMilli(s.Start), End: time.UnixMilli(s.End), Outcome: "succeeded"}
+		if rec.run.Outcome == "succeeded" {
+			st.LastSuccess = rec.run
+		}
+	}
+	return st, nil
 }
 
 // covers reports a recorded run made in slot or later: a record from a
 // later slot than the server's clock now gives (a leader whose clock ran
 // ahead, or stepped back since) must not let the earlier slot run, which
 // would run the later one twice. A run recorded under another period is
-// compared by its start.
+// compared by its start. A reset record covers nothing.
 func (j *Job) covers(last Run, slot int64) bool {
 	switch {
-	case last.Outcome == "":
+	case last.Outcome == "", last.Outcome == "reset":
 		return false
 	case last.Period == j.period:
 		return last.Slot >= slot
