@@ -75,6 +75,15 @@ lower than the highest it has seen. If zklock itself is killed, ZooKeeper
 frees the lock when its session times out, and the command's whole process
 group receives SIGTERM, then SIGKILL after --grace.
 
+--once-per D runs the command as a job, at most once per period D of
+ZooKeeper's clock, whichever host starts it first (see 'zklock job' and
+docs/scheduled-jobs.md). Its record, <lock path>.run, says who ran it, when,
+and how it ended: succeeded, or failed with its cause (error: a non-zero
+exit; signal: stopped by a signal passed on; hold-limit: stopped by
+--max-hold, recorded just before the limit; lost: the lock was lost).
+--retry-failed runs it again in a period whose run failed; 'zklock job
+--reset <lock path>' clears the record so that the next start runs it.
+
 Exit status:
 
 	the command's own exit status, or 128+N if signal N killed it
@@ -92,7 +101,9 @@ Exit status:
 	76     the lock was lost while the command ran; the command was stopped
 	79     the command ran for --max-hold; it was stopped and the lock released
 	80     --once-per: not run, as this period's run was made already, or
-	       another host holds the job's lock (running it, or checking)
+	       another host holds the job's lock (running it, or checking);
+	       --not-run-exit N exits N instead (0 for cron and systemd
+	       timers), and --quiet prints nothing then
 	126    the command cannot be run
 	127    the command was not found
 	128+N  zklock received signal N while still waiting for the lock
@@ -122,6 +133,9 @@ Examples:
 		fs.Bool("kazoo", false, "with --read or --write: name the nodes as kazoo's ReadLock and WriteLock do")
 		fs.String("value", "", "campaign as the leader of an election with this `value` ('zklock leader <path>' shows it): an exclusive lock that publishes it")
 		fs.Duration("once-per", 0, "run the command at most once per `period` of ZooKeeper's clock, whichever host starts it first (a crontab line on every host): others exit 80 at once, naming the run")
+		fs.Bool("quiet", false, "with --once-per: print nothing when the command is not run (not this host's turn)")
+		fs.Int("not-run-exit", exitNotThisTime, "with --once-per: the exit `code` when the command is not run (0 for cron and systemd timers)")
+		fs.Bool("retry-failed", false, "with --once-per: run the command again in a period whose run failed (non-zero exit, stopped, or its runner died or lost the lock)")
 		fs.Duration("max-hold", 0, "hold the lock at most this `duration`: then stop the command (SIGTERM, SIGKILL after --grace), release, and exit 79; 0 for no limit")
 		fs.Bool("revocable", false, "stop the command (SIGTERM, SIGKILL after --grace) and release when asked to ('zklock break --ask', Curator's Revoker)")
 		fs.String("http", "", "with --value: serve /leader (200 only while this process leads, else 503 naming the leader) and /healthz on this `address` (:8081, say)")
@@ -184,6 +198,10 @@ type execOpts struct {
 	value      string         // --value: campaign in an election
 	maxHold    time.Duration  // --max-hold: the hold limit, 0 for none
 	oncePer    time.Duration  // --once-per: the job's period, 0 for none
+	quiet      bool           // --quiet: nothing printed when not run
+	notRunExit int            // --not-run-exit: the exit code when not run
+	retry      bool           // --retry-failed
+	signalled  os.Signal      // the last signal passed on to the command, for the job's record
 	jobRun     *zklock.JobRun // the run --once-per started, ended by finish
 	httpAt     string         // --http: serve leadership for probes here
 	probe      *execProbe     // its server: exec_probe.go
@@ -232,9 +250,21 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		value:   flagValue[string](fset, "value"),
 		maxHold: flagValue[time.Duration](fset, "max-hold"),
 		oncePer: flagValue[time.Duration](fset, "once-per"),
+		quiet:   flagValue[bool](fset, "quiet"),
+		retry:   flagValue[bool](fset, "retry-failed"),
 		httpAt:  flagValue[string](fset, "http"),
 	}
-	fset.Visit(func(f *flag.Flag) { o.permitsSet = o.permitsSet || f.Name == "semaphore" })
+	o.notRunExit = flagValue[int](fset, "not-run-exit")
+	var jobFlags []string // flags that need --once-per
+	fset.Visit(func(f *flag.Flag) {
+		o.permitsSet = o.permitsSet || f.Name == "semaphore"
+		if f.Name == "quiet" || f.Name == "not-run-exit" || f.Name == "retry-failed" {
+			jobFlags = append(jobFlags, "--"+f.Name)
+		}
+	})
+	if len(jobFlags) > 0 && o.oncePer == 0 {
+		return nil, usageError(stderr, "exec", "%s: use with --once-per", strings.Join(jobFlags, ", "))
+	}
 	if len(pos) > 0 {
 		o.paths, o.argv = append([]string{pos[0]}, flagValue[[]string](fset, "and")...), pos[1:]
 	}
@@ -286,6 +316,8 @@ func (o *execOpts) check() string {
 		return "--once-per runs a job under one exclusive lock: it excludes --read, --write, --semaphore, --and and --value"
 	case o.oncePer < 0, o.oncePer != 0 && o.oncePer < time.Millisecond:
 		return "--once-per must be at least 1ms"
+	case o.notRunExit < 0 || o.notRunExit > 255:
+		return "--not-run-exit must be an exit code from 0 to 255"
 	case o.checkPermits() != "":
 		return o.checkPermits()
 	case o.kazoo && !o.read && !o.write:

@@ -73,7 +73,7 @@ func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acqu
 		// --try never waits for a lock, and not long for ZooKeeper either.
 		conn.connectTimeout = min(conn.connectTimeout, tryConnectTimeout)
 	}
-	client, err := conn.connect(ctx, opts...)
+	client, err := conn.connectOrRefused(ctx, opts...)
 	if err != nil {
 		return acquired{err: err}
 	}
@@ -98,7 +98,11 @@ const tryConnectTimeout = 3 * time.Second
 func (o *execOpts) primitive(c *zklock.Client) (zklock.Locker, error) {
 	switch {
 	case o.oncePer > 0:
-		j, err := c.NewJob(o.paths[0], o.oncePer)
+		var opts []zklock.JobOption
+		if o.retry {
+			opts = append(opts, zklock.RetryFailed())
+		}
+		j, err := c.NewJob(o.paths[0], o.oncePer, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -180,6 +184,8 @@ func (o *execOpts) acquireFailed(r acquired, timedOut bool, stderr io.Writer) in
 		return fail(stderr, exitSoftware, "ZooKeeper refused the protected ACL for %s: the session has no identity it knows (a client certificate counts only where the server asks for one, ssl.clientAuth want or need); give credentials with $%s or --auth-file, or use --acl open", o.path, envAuth)
 	case errors.Is(r.err, zklock.ErrIncompatible):
 		return fail(stderr, exitUsage, "refusing to share %s: %s", o.path, strings.TrimPrefix(cause(r.err), strings.TrimPrefix(zklock.ErrIncompatible.Error(), libPrefix)+": "))
+	case errors.Is(r.err, zklock.ErrLimitMismatch):
+		return fail(stderr, exitSoftware, "cannot acquire %s: %s; see the stored limit with 'zklock limit %s', and once no holder uses it any more, clear it with 'zklock limit --reset %s'", o.path, cause(r.err), o.paths[0], o.paths[0])
 	case o.oncePer > 0 && (errors.Is(r.err, zklock.ErrRanThisPeriod) || errors.Is(r.err, zklock.ErrLocked)):
 		return o.notThisTime(r.err, stderr)
 	case errors.Is(r.err, zklock.ErrLocked):

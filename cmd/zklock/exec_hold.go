@@ -22,11 +22,18 @@ import (
 func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stderr io.Writer) int {
 	token, code := o.confirm(lease, stderr)
 	if token == 0 {
+		if o.jobRun != nil {
+			o.endJob(nil, errors.New("the lock was lost before the command started"))
+		}
 		return code
 	}
 	cmd, foreground := o.command(lease, token, stdout, stderr)
 	if err := cmd.Start(); err != nil {
-		release(lease, o.session)
+		if o.jobRun != nil {
+			o.endJob(cmd, fmt.Errorf("cannot run %q: %v", o.argv[0], err))
+		} else {
+			release(lease, o.session)
+		}
 		return fail(stderr, exitCannotRun, "cannot run %q: %v", o.argv[0], err)
 	}
 	reap := startReaper(cmd.Process.Pid, o.grace)
@@ -93,6 +100,7 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, sigs <-chan os.
 		case r.waitErr = <-exited:
 			return r
 		case sig := <-sigs:
+			o.signalled = sig
 			_ = syscall.Kill(-pgid, sig.(syscall.Signal))
 		case <-asked:
 			asked = nil
@@ -133,6 +141,9 @@ func (o *execOpts) finish(cmd *exec.Cmd, lease *zklock.Lease, r supervised, stde
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		if r.killed {
 			fmt.Fprintf(stderr, "zklock: the command ignored SIGTERM for %v; killed it\n", o.grace)
+		}
+		if o.jobRun != nil { // the end by the hold limit is recorded already; a loss's if nobody started since
+			o.endJob(cmd, nil)
 		}
 		if errors.Is(r.lost, zklock.ErrHoldLimit) {
 			return exitHoldLimit

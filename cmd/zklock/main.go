@@ -53,7 +53,7 @@ type command struct {
 	parse func(fs *flag.FlagSet, args []string) ([]string, error)
 }
 
-var commands = []*command{execCmd, lockCmd, statusCmd, leaderCmd, limitCmd, breakCmd, serveCmd, serverCmd}
+var commands = []*command{execCmd, lockCmd, statusCmd, jobCmd, leaderCmd, limitCmd, breakCmd, serveCmd, serverCmd}
 
 const mainUsage = `zklock runs commands under a fair distributed lock kept in ZooKeeper.
 

@@ -42,17 +42,24 @@ type notThisTime struct {
 func (e *notThisTime) Error() string { return e.err.Error() }
 func (e *notThisTime) Unwrap() error { return e.err }
 
-// notThisTime reports a job not run and returns its exit code.
+// notThisTime reports a job not run (unless --quiet) and returns its exit
+// code (--not-run-exit).
 func (o *execOpts) notThisTime(err error, stderr io.Writer) int {
+	if o.quiet {
+		return o.notRunExit
+	}
 	var n *notThisTime
 	run := zklock.Run{}
 	if errors.As(err, &n) {
 		run = n.run
 	}
 	if errors.Is(err, zklock.ErrRanThisPeriod) {
-		return fail(stderr, exitNotThisTime, "not run: %s was run this period (%v) %s", o.path, o.oncePer, describeRun(run))
+		return fail(stderr, o.notRunExit, "not run: %s was run this period (%v) %s", o.path, o.oncePer, describeRun(run))
 	}
-	return fail(stderr, exitNotThisTime, "not run: another host holds %s (running the job, or checking the period); last run: %s", o.path, describeRun(run))
+	if run.Outcome == "running" {
+		return fail(stderr, o.notRunExit, "not run: another host holds %s, running the job: %s", o.path, describeRun(run))
+	}
+	return fail(stderr, o.notRunExit, "not run: another host holds %s (running the job, or checking the period); last run: %s", o.path, describeRun(run))
 }
 
 // describeRun says who ran a job, when, and how it ended.
@@ -64,14 +71,42 @@ func describeRun(r zklock.Run) string {
 	if r.Owner.Name != "" {
 		who += " (" + r.Owner.Name + ")"
 	}
-	when := "started " + r.Start.UTC().Format(time.RFC3339)
+	when := "started " + stamp(r.Start)
 	switch r.Outcome {
 	case "running":
 		return fmt.Sprintf("%s, %s, no end recorded (running, or its runner died)", who, when)
+	case "reset":
+		return fmt.Sprintf("reset %s at %s: the next start runs the job", who, stamp(r.End))
 	case "failed":
-		return fmt.Sprintf("%s, %s, failed at %s: %s", who, when, r.End.UTC().Format(time.RFC3339), r.Error)
+		return fmt.Sprintf("%s, %s, failed at %s (%s): %s", who, when, stamp(r.End), r.Cause, r.Error)
 	}
-	return fmt.Sprintf("%s, %s, succeeded at %s", who, when, r.End.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%s, %s, succeeded at %s", who, when, stamp(r.End))
+}
+
+// stamp is a record's time as zklock prints it: UTC, to the millisecond the
+// record keeps, so that every command shows one record's times alike.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// endJob records the end of a --once-per run once the command has exited
+// (or, with notRun set, why it did not run): its exit status, the signal
+// zklock passed on, or the lease's end (the library tells a lost lease's
+// cause). It releases the lock.
+func (o *execOpts) endJob(cmd *exec.Cmd, notRun error) {
+	outcome := notRun
+	cause := ""
+	switch {
+	case notRun != nil:
+	case cmd.ProcessState == nil:
+		outcome = errors.New("the command's exit was not seen")
+	case !cmd.ProcessState.Success() && o.signalled != nil:
+		outcome = fmt.Errorf("stopped by %s passed on from zklock: exit status %d", forwarded[o.signalled], exitStatus(cmd.ProcessState))
+		cause = zklock.CauseSignal
+	case !cmd.ProcessState.Success():
+		outcome = fmt.Errorf("exit status %d", exitStatus(cmd.ProcessState))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.session)
+	defer cancel()
+	_, _ = o.jobRun.End(ctx, cause, outcome)
 }
 
 // release gives the lock up once the command has exited; a --once-per run
@@ -81,15 +116,7 @@ func (o *execOpts) release(lease *zklock.Lease, cmd *exec.Cmd) {
 		release(lease, o.session)
 		return
 	}
-	var outcome error
-	if cmd.ProcessState == nil {
-		outcome = errors.New("the command's exit was not seen")
-	} else if !cmd.ProcessState.Success() {
-		outcome = fmt.Errorf("exit status %d", exitStatus(cmd.ProcessState))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.session)
-	defer cancel()
-	_, _ = o.jobRun.Finish(ctx, outcome)
+	o.endJob(cmd, nil)
 }
 
 // printLastRun adds a job's last run to a path's status, if it has one.

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,4 +57,192 @@ func TestExecOncePerRecordsAFailure(t *testing.T) {
 	require.Equal(t, exitNotThisTime, code, stderr)
 	require.Contains(t, stderr, "failed at ")
 	require.Contains(t, stderr, ": exit status 3")
+}
+
+// jobState is 'zklock job --json <path>', decoded.
+func jobState(t *testing.T, path string) jobJSON {
+	t.Helper()
+	code, stdout, stderr := runZK(t, 20*time.Second, "job", "--json", path)
+	require.Equal(t, 0, code, stderr)
+	var st jobJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &st), stdout)
+	return st
+}
+
+// TestExecOncePerQuietLosers: three hosts start the same crontab line with
+// --quiet --not-run-exit 0: every one exits 0, the command ran once, and
+// the two that did not run it print nothing at all.
+func TestExecOncePerQuietLosers(t *testing.T) {
+	path := lockPath(t)
+	file := filepath.Join(t.TempDir(), "runs")
+	line := []string{"exec", "--once-per", "1h", "--quiet", "--not-run-exit", "0", path, "--", "sh", "-c", `echo ran >> $0; sleep 0.3`, file}
+	procs := []*proc{start(t, line...), start(t, line...), start(t, line...)}
+	for _, p := range procs {
+		require.Equal(t, 0, p.wait(t, 20*time.Second), p.errText())
+		require.Empty(t, p.outText())
+		require.Empty(t, p.errText())
+	}
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, "ran\n", string(b), "the command ran once")
+
+	code, stdout, stderr := runZK(t, 20*time.Second, "exec", "--once-per", "1h", "--quiet", "--not-run-exit", "3", path, "--", "true")
+	require.Equal(t, 3, code, "the chosen code")
+	require.Empty(t, stdout)
+	require.Empty(t, stderr)
+
+	code, _, stderr = runZK(t, 20*time.Second, "exec", "--quiet", path, "--", "true")
+	require.Equal(t, exitUsage, code, "--quiet needs --once-per")
+	require.Contains(t, stderr, "--quiet: use with --once-per")
+}
+
+// TestExecOncePerRetryAndReset: a failed run is not run again in its
+// period, --retry-failed runs it, a success ends the period even for
+// --retry-failed; 'zklock job --reset' is refused while a run holds the
+// lock (73), then clears the record (who and when recorded), and the next
+// start runs the job.
+func TestExecOncePerRetryAndReset(t *testing.T) {
+	path := lockPath(t)
+	job := func(args ...string) (int, string) {
+		code, _, stderr := runZK(t, 20*time.Second, append([]string{"exec", "--once-per", "1h"}, args...)...)
+		return code, stderr
+	}
+	code, stderr := job(path, "--", "sh", "-c", "exit 3")
+	require.Equal(t, 3, code, stderr)
+	code, stderr = job(path, "--", "true")
+	require.Equal(t, exitNotThisTime, code, stderr)
+	require.Contains(t, stderr, "failed at ")
+	require.Contains(t, stderr, "(error): exit status 3")
+	st := jobState(t, path)
+	require.Equal(t, "failed", st.Last.Outcome)
+	require.Equal(t, "error", st.Last.Cause)
+	require.Nil(t, st.LastSuccess)
+
+	code, stderr = job("--retry-failed", path, "--", "true")
+	require.Equal(t, 0, code, stderr)
+	code, stderr = job("--retry-failed", path, "--", "true")
+	require.Equal(t, exitNotThisTime, code, "a success ends the period: %s", stderr)
+	st = jobState(t, path)
+	require.Equal(t, "succeeded", st.Last.Outcome)
+	require.NotNil(t, st.LastSuccess)
+	require.Equal(t, st.Last.EndMs, st.LastSuccess.EndMs)
+
+	// Reset; the next start runs; a reset while it holds the lock is refused.
+	code, stdout, stderr := runZK(t, 20*time.Second, "job", "--reset", path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "reset "+path+" (its last run: by ")
+	st = jobState(t, path)
+	require.Equal(t, "reset", st.Last.Outcome)
+	require.True(t, strings.HasPrefix(st.Last.Owner, "reset by "), st.Last.Owner)
+	c := connect(t)
+	file := filepath.Join(t.TempDir(), "events")
+	p := start(t, "exec", "--once-per", "1h", path, "--", "sh", "-c", `echo started >> $0; sleep 30`, file)
+	waitQueue(t, c, path, 1)
+	waitFile(t, file, "started")
+	code, _, stderr = runZK(t, 20*time.Second, "job", "--reset", path)
+	require.Equal(t, exitLocked, code, stderr)
+	require.Contains(t, stderr, "not reset: the lock "+path+" is held")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 128+int(syscall.SIGTERM), p.wait(t, 20*time.Second), p.errText())
+	st = jobState(t, path)
+	require.Equal(t, "failed", st.Last.Outcome)
+	require.Equal(t, "signal", st.Last.Cause, "stopped by a signal passed on")
+	require.Contains(t, st.Last.Error, "SIGTERM")
+
+	code, stdout, stderr = runZK(t, 20*time.Second, "job", "--reset", "--owner", "ops on call", path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "reset "+path)
+	st = jobState(t, path)
+	require.Equal(t, "reset", st.Last.Outcome)
+	require.Equal(t, "ops on call", st.Last.Owner)
+	require.NotNil(t, st.Last.End)
+	require.NotNil(t, st.LastSuccess, "the reset keeps the last success")
+
+	code, stderr = job(path, "--", "true")
+	require.Equal(t, 0, code, "the next start after a reset runs: %s", stderr)
+	code, stdout, stderr = runZK(t, 20*time.Second, "job", path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, path+": once per 1h0m0s\nlast run: by ")
+	require.Contains(t, stdout, "last success: started ")
+}
+
+// TestExecOncePerMaxHoldIsRecorded: a run stopped by --max-hold is recorded
+// as failed with the cause hold-limit (written while the run still held
+// the lock), and status shows the holder's limit (table and --json).
+func TestExecOncePerMaxHoldIsRecorded(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	file := filepath.Join(t.TempDir(), "events")
+	p := start(t, "exec", "--once-per", "1h", "--max-hold", "1500ms", "--grace", "10s", path, "--", "sh", "-c",
+		`trap "exit 0" TERM; echo started >> $0; while :; do sleep 0.1; done`, file)
+	waitQueue(t, c, path, 1)
+	waitFile(t, file, "started")
+	code, stdout, stderr := runZK(t, 20*time.Second, "status", path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, strings.Split(stdout, "\n")[1], "1.5s", "the LIMIT column:\n%s", stdout)
+	code, stdout, stderr = runZK(t, 20*time.Second, "status", "--json", path)
+	require.Equal(t, 0, code, stderr)
+	var cs []contenderJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &cs), stdout)
+	require.Len(t, cs, 1)
+	require.Equal(t, int64(1500), cs[0].MaxHoldMs)
+
+	require.Equal(t, exitHoldLimit, p.wait(t, 20*time.Second), p.errText())
+	st := jobState(t, path)
+	require.Equal(t, "failed", st.Last.Outcome)
+	require.Equal(t, "hold-limit", st.Last.Cause)
+	require.Less(t, st.Last.EndMs-st.Last.StartMs, int64(1500), "recorded before the limit")
+
+	code, _, stderr = runZK(t, 20*time.Second, "exec", "--once-per", "1h", path, "--", "true")
+	require.Equal(t, exitNotThisTime, code, stderr)
+	require.Contains(t, stderr, "(hold-limit): stopped by the hold limit")
+}
+
+// TestExecOncePerLostIsRecorded: a run whose lock node is deleted mid-run
+// (zklock break) exits 76 and records its end as lost.
+func TestExecOncePerLostIsRecorded(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	file := filepath.Join(t.TempDir(), "events")
+	p := start(t, "exec", "--once-per", "1h", path, "--", "sh", "-c", `echo started >> $0; sleep 30`, file)
+	waitQueue(t, c, path, 1)
+	waitFile(t, file, "started")
+	code, _, stderr := runZK(t, 20*time.Second, "break", "--yes", path)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.errText())
+	st := jobState(t, path)
+	require.Equal(t, "failed", st.Last.Outcome)
+	require.Equal(t, "lost", st.Last.Cause)
+}
+
+// TestExecOncePerSemaphoreLimitNamesTheReset: a semaphore path storing
+// another limit fails (70) naming 'zklock limit --reset'.
+func TestExecSemaphoreLimitMismatchNamesTheReset(t *testing.T) {
+	path := lockPath(t)
+	code, _, stderr := runZK(t, 20*time.Second, "exec", "--semaphore", "2", path, "--", "true")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runZK(t, 20*time.Second, "exec", "--semaphore", "3", path, "--", "true")
+	require.Equal(t, exitSoftware, code, stderr)
+	require.Contains(t, stderr, "'zklock limit --reset "+path+"'")
+}
+
+// TestRefusedPortFailsFast: exec, status and job against a port that
+// refuses give up after about refusedGiveUp (2 s), not the 15 s
+// --connect-timeout, exit 69, and say the servers refused.
+func TestRefusedPortFailsFast(t *testing.T) {
+	addr := refusedAddr(t)
+	for _, args := range [][]string{
+		{"exec", "--servers", addr, "/a", "--", "true"},
+		{"exec", "--once-per", "1h", "--servers", addr, "/a", "--", "true"},
+		{"status", "--servers", addr, "/a"},
+		{"job", "--servers", addr, "/a"},
+	} {
+		begin := time.Now()
+		code, _, stderr := runZK(t, 20*time.Second, args...)
+		took := time.Since(begin)
+		require.Equal(t, exitUnavailable, code, "%v: %s", args, stderr)
+		require.Contains(t, stderr, "refused", "%v", args)
+		require.Less(t, took, refusedGiveUp+2*time.Second, "%v", args)
+		t.Logf("%v: exit %d after %v: %s", args[:len(args)-1], code, took.Round(time.Millisecond), strings.TrimSpace(stderr))
+	}
 }

@@ -41,13 +41,20 @@ queued on its turnstile (path/locks: give that path to see them).
 	OWNER   who in that process: the owner name ('zklock exec': the
 	        command's name) or the goroutine
 	QUEUED  how long ago it joined the queue
+	LIMIT   the holder's hold limit (exec --max-hold, WithMaxHold): it
+	        ends its hold that long after its grant; "-" for none
 
 Nodes of other libraries sharing the path (Curator, go-zookeeper, kazoo) are
 listed with their raw data. --json prints a JSON array with one object per
 contender, holder first, with the fields position, holder, reader, node, sequence,
 token, host, pid, client, goroutine, owner, since (RFC 3339, null for foreign
 nodes), data (the raw node data, null for zklock's own records) and
-revoke_requested.
+revoke_requested and max_hold_ms (the hold limit in milliseconds, 0 for
+none).
+
+A job's lock path (exec --once-per) also shows the job's last run under the
+table; 'zklock job <lock path> --json' prints the job's record for scripts
+and monitoring.
 
 Several paths print one table each; with --json, one JSON object keyed by
 path, each value an array as above.
@@ -93,7 +100,7 @@ func contenders(name string, fs *flag.FlagSet, pos []string, stderr io.Writer) (
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cf.connectTimeout)
 	defer cancel()
-	client, err := cf.connect(ctx)
+	client, err := cf.connectOrRefused(ctx)
 	if err != nil {
 		return nil, nil, fail(stderr, cf.connectExit(err), "%s", cf.unreachable(err))
 	}
@@ -129,7 +136,7 @@ func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	client, err := cf.connect(ctx)
+	client, err := cf.connectOrRefused(ctx)
 	if err != nil {
 		return fail(stderr, cf.connectExit(err), "%s", cf.unreachable(err))
 	}
@@ -225,7 +232,7 @@ func printQueue(out io.Writer, path string, cs []zklock.Contender) {
 		return
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "POS\tROLE\tNODE\tTOKEN\tHOST\tPID\tOWNER\tQUEUED")
+	fmt.Fprintln(tw, "POS\tROLE\tNODE\tTOKEN\tHOST\tPID\tOWNER\tQUEUED\tLIMIT")
 	for i, c := range cs {
 		role := "waiting"
 		if c.Holder {
@@ -237,14 +244,17 @@ func printQueue(out io.Writer, path string, cs []zklock.Contender) {
 		if c.RevokeRequested {
 			role += " (asked to release)"
 		}
-		host, pid, owner, queued := "-", "-", "-", "-"
+		host, pid, owner, queued, limit := "-", "-", "-", "-", "-"
+		if c.Owner.MaxHold > 0 {
+			limit = c.Owner.MaxHold.String()
+		}
 		if isRecord(c) {
 			host, pid, owner = c.Owner.Host, strconv.Itoa(c.Owner.PID), ownerName(c.Owner)
 			queued = ago(now, c.Owner.Since)
 		} else {
 			owner = "data " + strconv.Quote(truncate(string(c.Data), 24))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", i, role, lockpath.Short(c.Node), c.Token, host, pid, truncate(owner, 32), queued)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", i, role, lockpath.Short(c.Node), c.Token, host, pid, truncate(owner, 32), queued, limit)
 	}
 	tw.Flush()
 }
@@ -267,6 +277,8 @@ type contenderJSON struct {
 	Data      *string    `json:"data"`
 	// RevokeRequested: someone asked the holder to release (break --ask).
 	RevokeRequested bool `json:"revoke_requested"`
+	// MaxHoldMs is the holder's hold limit in milliseconds, 0 for none.
+	MaxHoldMs int64 `json:"max_hold_ms"`
 }
 
 // printJSON writes a queue as every --json of status does: a JSON array
@@ -307,7 +319,7 @@ func toJSON(pos int, c zklock.Contender) contenderJSON {
 	j := contenderJSON{
 		Position: pos, Holder: c.Holder, Reader: c.Reader, Node: c.Node, Sequence: c.Sequence, Token: c.Token,
 		Host: c.Owner.Host, PID: c.Owner.PID, Client: c.Owner.Client, Goroutine: c.Owner.Goroutine, Owner: c.Owner.Name,
-		RevokeRequested: c.RevokeRequested,
+		RevokeRequested: c.RevokeRequested, MaxHoldMs: c.Owner.MaxHold.Milliseconds(),
 	}
 	if isRecord(c) {
 		since := c.Owner.Since

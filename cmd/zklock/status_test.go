@@ -37,7 +37,7 @@ func TestStatusQueue(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 4, out)
-	require.Equal(t, []string{"POS", "ROLE", "NODE", "TOKEN", "HOST", "PID", "OWNER", "QUEUED"}, strings.Fields(lines[0]))
+	require.Equal(t, []string{"POS", "ROLE", "NODE", "TOKEN", "HOST", "PID", "OWNER", "QUEUED", "LIMIT"}, strings.Fields(lines[0]))
 	host, _ := os.Hostname()
 	for i, l := range lines[1:] {
 		f := strings.Fields(l)
