@@ -242,8 +242,8 @@ func (s *Service) stream(ctx context.Context, w http.ResponseWriter, h *holding,
 wait:
 	for {
 		select {
-		case <-h.lease.Done():
-			h.endErr = h.lease.Err()
+		case <-s.leaseDone(h.lease):
+			h.endErr = s.leaseErr(h.lease)
 			break wait
 		case <-h.release:
 			h.endErr = s.releaseLease(h)
@@ -271,6 +271,11 @@ wait:
 		ev.Reason = "the service is stopping"
 	}
 	s.emit(w, ev)
+	if h.endErr != nil && len(h.lease.Parts()) > 1 {
+		// k permits are k nodes: one lost, the others still hold permits
+		// until released (bounded by the loss bound, 0.8 T).
+		_ = h.lease.Release(context.Background())
+	}
 }
 
 // endedBy remembers h when it ended by a loss.

@@ -99,7 +99,7 @@ func waitLine(t *testing.T, file string, n int) lockservice.Event {
 // lang is a client library in another language, run by its interpreter.
 type lang struct {
 	name, interpreter, how string
-	cmd                   func(args ...string) *exec.Cmd
+	cmd                    func(args ...string) *exec.Cmd
 }
 
 // repoRoot is the repository's root, from this package's directory.

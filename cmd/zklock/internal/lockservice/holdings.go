@@ -88,21 +88,53 @@ func (s *Service) unreserve(caller string) {
 // 0.8 of the session timeout) to say so.
 const admitBound = 10 * time.Second
 
+// leaseEnd is how the service reads a lease's end: a test stages a monitor
+// that reports a deletion late through it.
+type leaseEnd struct {
+	done func(*zklock.Lease) <-chan struct{}
+	err  func(*zklock.Lease) error
+}
+
+// leaseDone is l.Done() as the service sees it.
+func (s *Service) leaseDone(l *zklock.Lease) <-chan struct{} {
+	if e := s.staged.Load(); e != nil {
+		return e.done(l)
+	}
+	return l.Done()
+}
+
+// leaseErr is l.Err() as the service sees it.
+func (s *Service) leaseErr(l *zklock.Lease) error {
+	if e := s.staged.Load(); e != nil {
+		return e.err(l)
+	}
+	return l.Err()
+}
+
 // admit registers h, granted by ZooKeeper, once every holding of this
 // service on the same path that h's grant shows to have ended has said so
 // on its stream: so a caller whose lock was lost hears of it before another
 // caller of this service is told it holds. Those are the holdings whose
-// lease has ended, and, when either holds alone, all of them. It waits at
-// most admitBound, or until ctx ends (then false, h not registered).
+// lease has ended; when either holds alone, all of them; and, for a shared
+// grant (a reader, a semaphore's permits), those whose node is gone
+// although their lease has not said so yet: the holder's deletion and the
+// waiter's listing can come in one batch of events, and the waiter's grant
+// be handled first. A listing sent after the grant, on the same session,
+// sees at least what the grant saw. It waits at most admitBound, or until
+// ctx ends (then false, h not registered).
 func (s *Service) admit(ctx context.Context, h *holding) bool {
 	s.mu.Lock()
-	var wait []*holding
+	var wait, shared []*holding
 	for o := range s.byPath[h.path] {
-		if h.exclusive || o.exclusive || o.lease.Err() != nil {
+		switch {
+		case h.exclusive || o.exclusive || s.leaseErr(o.lease) != nil:
 			wait = append(wait, o)
+		default:
+			shared = append(shared, o)
 		}
 	}
 	s.mu.Unlock()
+	wait = append(wait, s.goneNodes(ctx, h.path, shared)...)
 	bound := time.NewTimer(admitBound)
 	defer bound.Stop()
 wait:
@@ -124,6 +156,42 @@ wait:
 	s.byPath[h.path][h] = struct{}{}
 	s.byID[h.id] = h
 	return true
+}
+
+// goneNodes returns the holdings among shared a node of which a listing of
+// path no longer shows. It reads nothing when shared is empty; when the listing
+// fails it returns those whose lease has ended by then (it cannot tell the
+// others).
+func (s *Service) goneNodes(ctx context.Context, path string, shared []*holding) []*holding {
+	if len(shared) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, readBound)
+	defer cancel()
+	cs, err := s.c.Contenders(rctx, path)
+	var gone []*holding
+	if err != nil {
+		s.log.Warn("cannot list the path before a grant", "path", path, "err", err)
+		for _, o := range shared {
+			if s.leaseErr(o.lease) != nil {
+				gone = append(gone, o)
+			}
+		}
+		return gone
+	}
+	present := make(map[string]bool, len(cs))
+	for _, c := range cs {
+		present[c.Node] = true
+	}
+	for _, o := range shared {
+		for _, part := range o.lease.Parts() { // k permits: k nodes
+			if !present[part.Node()] {
+				gone = append(gone, o)
+				break
+			}
+		}
+	}
+	return gone
 }
 
 func (s *Service) unregister(h *holding) {

@@ -74,6 +74,7 @@ type Service struct {
 	seq    atomic.Int64
 	ctx    context.Context // ended by Close: every stream releases and ends
 	cancel context.CancelFunc
+	staged atomic.Pointer[leaseEnd] // nil but in a test
 
 	mu       sync.Mutex
 	byID     map[string]*holding

@@ -1,0 +1,36 @@
+package lockservice
+
+import (
+	"sync"
+	"time"
+
+	"github.com/zklock/zklock"
+)
+
+// StageLateLoss makes s see the end of each of its leases only delay after
+// the lease itself ended: a monitor that reports a node's deletion after
+// the waiter's grant, which came in the same batch of events, was handled.
+// Call it before the holdings it should apply to are granted.
+func StageLateLoss(s *Service, delay time.Duration) {
+	var late sync.Map // *zklock.Lease -> chan struct{}
+	done := func(l *zklock.Lease) <-chan struct{} {
+		ch := make(chan struct{})
+		if got, loaded := late.LoadOrStore(l, ch); loaded {
+			return got.(chan struct{})
+		}
+		go func() {
+			<-l.Done()
+			time.Sleep(delay)
+			close(ch)
+		}()
+		return ch
+	}
+	s.staged.Store(&leaseEnd{done: done, err: func(l *zklock.Lease) error {
+		select {
+		case <-done(l):
+			return l.Err()
+		default:
+			return nil
+		}
+	}})
+}
