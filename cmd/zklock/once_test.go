@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -245,4 +246,33 @@ func TestRefusedPortFailsFast(t *testing.T) {
 		require.Less(t, took, refusedGiveUp+2*time.Second, "%v", args)
 		t.Logf("%v: exit %d after %v: %s", args[:len(args)-1], code, took.Round(time.Millisecond), strings.TrimSpace(stderr))
 	}
+}
+
+// TestJobMonitoringQueryFromTheDocs runs the monitoring query of
+// docs/scheduled-jobs.md as written: true after a success, false for a job
+// that never succeeded. Skipped without jq.
+func TestJobMonitoringQueryFromTheDocs(t *testing.T) {
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq is not installed")
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scheduled-jobs.md"))
+	require.NoError(t, err)
+	_, after, ok := strings.Cut(string(doc), "jq -e '")
+	require.True(t, ok, "the docs' query")
+	query, _, _ := strings.Cut(after, "'")
+	check := func(path string) bool {
+		code, stdout, stderr := runZK(t, 20*time.Second, "job", "--json", path)
+		require.Equal(t, 0, code, stderr)
+		cmd := exec.Command(jq, "-e", query)
+		cmd.Stdin = strings.NewReader(stdout)
+		return cmd.Run() == nil
+	}
+	ok1, failed := lockPath(t), lockPath(t)
+	code, _, stderr := runZK(t, 20*time.Second, "exec", "--once-per", "1h", ok1, "--", "true")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runZK(t, 20*time.Second, "exec", "--once-per", "1h", failed, "--", "false")
+	require.Equal(t, 1, code, stderr)
+	require.True(t, check(ok1), "succeeded this period: no alert")
+	require.False(t, check(failed), "never succeeded: alert")
 }
