@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -365,5 +367,27 @@ func TestClientPackagesInstall(t *testing.T) {
 			run("npm", "install", "--prefix", dir, filepath.Join(root, "clients/node"))
 			run("node", "--input-type=module", "-e", "import { Client } from 'zklock'; new Client();")
 		}
+	})
+}
+
+// TestClientsTour runs each client through every kind (testdata/pytour.py,
+// testdata/nodetour.mjs): try, a timeout, read/write, a semaphore's
+// permits, an election with its leader and watch, a bearer token, and the
+// Unix socket.
+func TestClientsTour(t *testing.T) {
+	s := serve(t, lockservice.Config{Tokens: map[string]string{"tour-token": "tour"}, Heartbeat: 200 * time.Millisecond})
+	sock := filepath.Join(t.TempDir(), "zklock.sock")
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	srv := &http.Server{Handler: s.svc.Handler()}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	scripts := map[string]string{"python": "testdata/pytour.py", "node": "testdata/nodetour.mjs"}
+	eachLang(t, func(t *testing.T, l lang) {
+		cmd := l.cmd()
+		cmd.Args = append([]string{cmd.Args[0], scripts[l.name]}, s.url, s.token, sock, strings.TrimSuffix(lockPath(t), "/lock"))
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), "tour ok")
 	})
 }
