@@ -18,6 +18,10 @@
 
 import http from 'node:http';
 import https from 'node:https';
+import os from 'node:os';
+
+/** This process, for the owner record zklock status shows. */
+const me = () => ({ host: os.hostname(), pid: process.pid });
 
 export const DEFAULT_URL = 'http://127.0.0.1:7070';
 
@@ -117,13 +121,13 @@ export class Client {
    * @returns {Promise<Holding>} rejects with a ZklockError (code "timeout", ...), or the signal's reason.
    */
   lock(path, { timeout, kind = 'mutex', limit, permits, owner, signal } = {}) {
-    return this.#hold('/v1/lock/acquire', { path, kind, limit, permits, owner, timeout: duration(timeout) }, signal);
+    return this.#hold('/v1/lock/acquire', { path, kind, limit, permits, owner, timeout: duration(timeout), ...me() }, signal);
   }
 
   /** Takes the lock only if it is free now: the holding, or null. */
   async tryLock(path, { kind = 'mutex', limit, permits, owner } = {}) {
     try {
-      return await this.#hold('/v1/lock/acquire', { path, kind, limit, permits, owner, try: true });
+      return await this.#hold('/v1/lock/acquire', { path, kind, limit, permits, owner, try: true, ...me() });
     } catch (err) {
       if (err.code === 'locked') return null;
       throw err;
@@ -158,7 +162,7 @@ export class Client {
 
   /** Waits until elected leader of path, publishing value; release() resigns. */
   campaign(path, value, { timeout, owner, signal } = {}) {
-    return this.#hold('/v1/election/campaign', { path, value, owner, timeout: duration(timeout) }, signal);
+    return this.#hold('/v1/election/campaign', { path, value, owner, timeout: duration(timeout), ...me() }, signal);
   }
 
   /** The leader of path now, or null while nobody leads. */
@@ -262,6 +266,7 @@ export class Client {
 function quietAfter(req, res) {
   const hb = goDuration(res.headers['zklock-heartbeat'] ?? '');
   if (hb > 0) req.setTimeout(Math.max(3 * hb, 1000), () => req.destroy(new Error(`no heartbeat within ${3 * hb} ms`)));
+  else req.setTimeout(0); // no heartbeat promised: no bound on silence
 }
 
 /**

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import threading
 import urllib.parse
@@ -210,13 +211,13 @@ class Client:
         return self._hold(
             "/v1/lock/acquire",
             {"path": path, "kind": kind, "limit": limit, "permits": permits,
-             "timeout": _duration(timeout), "owner": owner},
+             "timeout": _duration(timeout), "owner": owner, **_me()},
         )
 
     def try_lock(self, path: str, **kw: Any) -> Optional["Holding"]:
         """Takes the lock only if it is free now: the holding, or None."""
         body = {"path": path, "kind": kw.get("kind", "mutex"), "limit": kw.get("limit"),
-                "permits": kw.get("permits"), "owner": kw.get("owner"), "try": True}
+                "permits": kw.get("permits"), "owner": kw.get("owner"), "try": True, **_me()}
         try:
             return self._hold("/v1/lock/acquire", body)
         except Locked:
@@ -251,7 +252,8 @@ class Client:
     def campaign(self, path: str, value: str, timeout: Optional[float] = None, *, owner: Optional[str] = None) -> "Holding":
         """Waits until elected leader of ``path``, publishing ``value``; the
         holding's release (or the ``with`` block's end) resigns."""
-        return self._hold("/v1/election/campaign", {"path": path, "value": value, "timeout": _duration(timeout), "owner": owner})
+        return self._hold("/v1/election/campaign",
+                          {"path": path, "value": value, "timeout": _duration(timeout), "owner": owner, **_me()})
 
     def leader(self, path: str) -> Optional[Leader]:
         """The leader of ``path`` now, or None while nobody leads."""
@@ -326,6 +328,11 @@ class Client:
             raise
 
 
+def _me() -> Dict[str, Any]:
+    """This process, for the owner record zklock status shows."""
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
 def _leader(d: Dict[str, Any]) -> Leader:
     return Leader(path=d["path"], node=d["node"], value=d.get("value", ""), token=d.get("token", 0),
                   owner=d.get("owner", ""), host=d.get("host", ""), pid=d.get("pid", 0))
@@ -334,8 +341,8 @@ def _leader(d: Dict[str, Any]) -> Leader:
 def _quiet_after(conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
     """A stream with no line for three heartbeats is dead: reads time out."""
     hb = resp.getheader("Zklock-Heartbeat")
-    if conn.sock is not None and hb:
-        conn.sock.settimeout(max(3 * _parse_go_duration(hb), 1.0))
+    if conn.sock is not None:
+        conn.sock.settimeout(max(3 * _parse_go_duration(hb), 1.0) if hb else None)
 
 
 def _read_event(resp: http.client.HTTPResponse) -> Optional[Dict[str, Any]]:

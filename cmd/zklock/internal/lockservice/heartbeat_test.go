@@ -1,6 +1,7 @@
 package lockservice_test
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -213,6 +214,23 @@ func TestHeartbeatFindsACallerThatStoppedReading(t *testing.T) {
 	t.Logf("released %v after the reader ended (heartbeat 200ms)", time.Since(read))
 	require.Less(t, time.Since(read), 3*time.Second)
 
+	// A waiter whose reader ended after its first heartbeat: its wait is
+	// abandoned at the next one, its queue node gone.
+	s, p = serve(t, lockservice.Config{Heartbeat: 200 * time.Millisecond}), lockPath(t)
+	m, err := s.client.NewMutex(p)
+	require.NoError(t, err)
+	lease, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	defer func() { _ = lease.Release(context.Background()) }()
+	got = filepath.Join(t.TempDir(), "heartbeat")
+	waiter := exec.Command("sh", "-c", `curl -sSN -H 'Content-Type: application/json' -d '{"path":"`+p+`"}' `+s.url+`/v1/lock/acquire | { read -r g; echo "$g" > `+got+`; }`)
+	waiter.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, waiter.Start())
+	waitQueue(t, s.client, p, 2)
+	eventually(t, "a heartbeat read", func() bool { b, _ := os.ReadFile(got); return strings.Contains(string(b), `"heartbeat"`) })
+	require.NoError(t, waiter.Wait(), "the pipeline ends once curl does")
+	waitQueue(t, s.client, p, 1)
+
 	s, p, sh, got = run(t, time.Hour)
 	waitQueue(t, s.client, p, 1)
 	eventually(t, "the grant read", func() bool { b, _ := os.ReadFile(got); return strings.Contains(string(b), `"granted"`) })
@@ -225,7 +243,7 @@ func TestHeartbeatFindsACallerThatStoppedReading(t *testing.T) {
 	}
 	waitQueue(t, s.client, p, 1) // still held: nothing told curl its reader left
 	require.NoError(t, syscall.Kill(-sh.Process.Pid, syscall.SIGKILL))
-	err := <-ended
+	err = <-ended
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee), "%v", err)
 	waitQueue(t, s.client, p, 0)

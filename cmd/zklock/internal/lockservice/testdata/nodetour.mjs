@@ -1,6 +1,7 @@
 // Every kind of clients/node against a service: nodetour.mjs URL TOKEN SOCKET PREFIX.
 // Prints "tour ok" at the end; a failed assertion exits non-zero.
 import assert from 'node:assert/strict';
+import os from 'node:os';
 
 const { Client, ZklockError } = await import(process.env.ZKLOCK_NODE_CLIENT);
 const [url, token, sock, pre] = process.argv.slice(2);
@@ -11,7 +12,9 @@ assert.equal((await client.health()).ok, true);
 const held = await client.tryLock(`${pre}/try`);
 assert.ok(held.token > 0 && held.held);
 assert.equal(await client.tryLock(`${pre}/try`), null);
-assert.equal((await client.status(`${pre}/try`))[0].holder, true);
+const [me] = await client.status(`${pre}/try`);
+assert.equal(me.holder, true);
+assert.equal(me.owner, `tour (host ${os.hostname()} pid ${process.pid})`);
 assert.equal(await held.release(), true);
 assert.ok(!held.held && !held.signal.aborted);
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Every kind of clients/python against a service: pytour.py URL TOKEN SOCKET PREFIX.
 Prints "tour ok" at the end; an assertion failure exits non-zero."""
+import os
+import socket
 import sys
 import threading
 
@@ -14,7 +16,9 @@ assert client.health()["ok"] is True
 with client.try_lock(pre + "/try") as held:
     assert held.token > 0 and held.held
     assert client.try_lock(pre + "/try") is None
-    assert client.status(pre + "/try")[0]["holder"] is True
+    me = client.status(pre + "/try")[0]
+    assert me["holder"] is True
+    assert me["owner"] == "tour (host %s pid %d)" % (socket.gethostname(), os.getpid()), me
 assert not held.held and not held.lost.is_set()
 
 # a timeout
