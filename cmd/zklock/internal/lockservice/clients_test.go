@@ -41,7 +41,7 @@ func TestCurl(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed (no curl in $PATH): the curl-driven test needs it")
 	}
-	s := serve(t, lockservice.Config{Prefix: "/zklock-serve-test", Tokens: map[string]string{"s3cret": "curl"}})
+	s := serve(t, lockservice.Config{Prefix: "/zklock-serve-test", Tokens: map[string]string{"s3cret": "curl"}, Heartbeat: time.Hour}) // the stream's lines counted below
 	p := lockPath(t)
 	auth, js := "Authorization: Bearer s3cret", "Content-Type: application/json"
 	code := "%{http_code}\n"
