@@ -277,12 +277,12 @@ func TestClientsLossBeforeGrant(t *testing.T) {
 }
 
 // TestClientsHoldThroughIdleTimeouts: behind a proxy that cuts connections
-// idle for 400ms, a client holds for 2s (the clients' own silence bound is
+// idle for 600ms, a client holds for 3s (the clients' own silence bound is
 // 3 heartbeats, or 1s) and a second client waits as long: the heartbeats
 // keep both, and the release and the grant go through.
 func TestClientsHoldThroughIdleTimeouts(t *testing.T) {
 	eachLang(t, func(t *testing.T, l lang) {
-		const idle = 400 * time.Millisecond
+		const idle = 600 * time.Millisecond
 		s := serve(t, lockservice.Config{Heartbeat: 100 * time.Millisecond})
 		px := throughProxy(t, s, idle)
 		p := lockPath(t)

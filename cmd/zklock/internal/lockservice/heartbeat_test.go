@@ -103,13 +103,13 @@ func throughProxy(t *testing.T, s *served, idle time.Duration) *served {
 }
 
 // TestHeartbeatsKeepStreamsThroughAnIdleTimeout: behind a proxy that cuts
-// connections idle for 400ms and a client that waits 400ms at most for
+// connections idle for 600ms and a client that waits 600ms at most for
 // headers, a holder holds for 4 idle timeouts, a waiter waits as long and
 // is granted, and a watch stays open; with a heartbeat longer than the idle
 // timeout, the proxy cuts the holder's stream and its lock is released
 // (the proxy is a real one).
 func TestHeartbeatsKeepStreamsThroughAnIdleTimeout(t *testing.T) {
-	const idle = 400 * time.Millisecond
+	const idle = 600 * time.Millisecond // 6 heartbeats: room for a loaded machine
 	s := serve(t, lockservice.Config{Heartbeat: 100 * time.Millisecond})
 	px := throughProxy(t, s, idle)
 	p := lockPath(t)
