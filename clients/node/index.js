@@ -331,22 +331,26 @@ export class Holding {
   }
 
   /**
-   * Releases the lock (or resigns), once; resolves false if it had been lost. Within one ZooKeeper round trip.
+   * Releases the lock (or resigns), once; resolves false if it had been lost. Within one ZooKeeper round trip. If the
+   * service cannot be asked, it closes the stream, which releases the lock as well, and rejects.
    * @returns {Promise<boolean>}
    */
   async release() {
     if (this.#asked) return this.#released ?? false;
     this.#asked = true;
-    let ok = false;
+    let ok;
     try {
       ok = !this.signal.aborted && (await this.#client._release(this.id));
-    } finally {
-      this.#released = ok;
-      if (!ok && !this.signal.aborted) this.#abort.abort(coded('lock lost before the release', 'lost', 0));
-      const timer = new Promise((r) => setTimeout(r, 10000).unref());
-      await Promise.race([this.#ended, timer]);
-      this.#req.destroy();
+    } catch (err) {
+      this.#req.destroy(); // closing the stream releases the lock too
+      throw err;
     }
+    this.#released = ok;
+    if (!ok && !this.signal.aborted) this.#abort.abort(coded('lock lost before the release', 'lost', 0));
+    let timer;
+    await Promise.race([this.#ended, new Promise((r) => { timer = setTimeout(r, 10000); })]);
+    clearTimeout(timer);
+    this.#req.destroy();
     return ok;
   }
 }

@@ -419,13 +419,19 @@ class Holding:
 
     def release(self) -> bool:
         """Releases the lock (or resigns), once; returns False if it had been
-        lost. It returns within one ZooKeeper round trip."""
+        lost. It returns within one ZooKeeper round trip. If the service
+        cannot be asked, it closes the stream, which releases the lock as
+        well, and raises ZklockError."""
         with self._lock:
             if self._released or self._asked:
                 return self.reason is None
             lost = self.lost.is_set()
             self._asked = True
-        ok = not lost and self._client._release(self.id)
+        try:
+            ok = not lost and self._client._release(self.id)
+        except BaseException:
+            self._conn.close()  # closing the stream releases the lock too
+            raise
         with self._lock:
             self._released = True
             if not ok and self.reason is None:
