@@ -2,11 +2,15 @@
 // read/write locks, semaphores and elections of one zklock Client, for
 // programs in any language.
 //
-// A caller's holding is its request: the answer to an acquire is a stream
-// that stays open while the lock is held, and the lock is released when the
-// caller closes it (or its connection ends: a killed caller). A lock lost
-// while held ends the stream with the reason, written before the service
-// grants the path to any of its other callers. See docs/serve.md.
+// A caller's holding is its request: the answer to an acquire is a stream,
+// sent at once, that stays open while the caller waits and then holds the
+// lock, with a heartbeat line every Config.Heartbeat (so that idle timeouts
+// of clients and proxies do not end it, and a caller that stopped reading is
+// found), and the lock is released when the caller closes it (or its
+// connection ends: a killed caller). A lock lost while held ends the stream
+// with the reason, written before the service grants the path to any of its
+// other callers. Requests a web page could have sent (an Origin, a foreign
+// Host) are refused before authentication. See docs/serve.md.
 package lockservice
 
 import (
