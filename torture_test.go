@@ -352,6 +352,7 @@ func (tt *torture) finish() {
 	time.Sleep(tortureCleanupDelay)
 	tt.stopPeer()
 	tt.checkTree()
+	tt.jobs.check(tt)
 	tt.checkSentinel()
 	tt.removeFences()
 	tt.removeSentinel()
