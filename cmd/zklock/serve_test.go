@@ -50,6 +50,9 @@ func TestServe(t *testing.T) {
 	code, _, stderr := runZK(t, 10*time.Second, "serve", "--listen", "0.0.0.0:0")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "not a loopback address: give --token-file")
+	code, _, stderr = runZK(t, 10*time.Second, "serve", "--heartbeat", "0s")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "--heartbeat must be at least 10ms")
 
 	p := start(t, "serve", "--listen", "127.0.0.1:0", "--prefix", "/zklock-cmd-test")
 	addr := httpAddrOf(t, p.stdout, "listening on http://")
