@@ -33,7 +33,8 @@ var ErrRanThisPeriod = errors.New("zklock: already run this period")
 type Job struct {
 	m           *Mutex
 	record      string
-	period      time.Duration
+	period      time.Duration // a calendar's nominal length
+	cal         *Calendar     // NewCalendarJob's, else nil
 	retryFailed bool
 }
 
@@ -63,19 +64,63 @@ func (c *Client) NewJob(path string, period time.Duration, opts ...JobOption) (*
 	return j, nil
 }
 
+// NewCalendarJob returns the job whose lock is path, run at most once per
+// calendar period (a day, a week from Monday or a month, in a time zone,
+// beginning at a wall-clock time: see Calendar). The slots are read from
+// ZooKeeper's clock as for NewJob, converted into the calendar's zone.
+func (c *Client) NewCalendarJob(path string, cal Calendar, opts ...JobOption) (*Job, error) {
+	if err := cal.check(); err != nil {
+		return nil, err
+	}
+	j, err := c.NewJob(path, nominal[cal.Unit], opts...)
+	if err != nil {
+		return nil, err
+	}
+	j.cal = &cal
+	return j, nil
+}
+
+// schedule names the job's period as its records keep it: a calendar
+// ("day at 02:00 Europe/Berlin"), or "" for a duration.
+func (j *Job) schedule() string {
+	if j.cal == nil {
+		return ""
+	}
+	return j.cal.String()
+}
+
+// slotOf is the period holding the server's time now (milliseconds).
+func (j *Job) slotOf(now int64) int64 {
+	if j.cal != nil {
+		return j.cal.slot(now)
+	}
+	return now / j.period.Milliseconds()
+}
+
+// slotStart is when slot began, in milliseconds.
+func (j *Job) slotStart(slot int64) int64 {
+	if j.cal != nil {
+		return j.cal.start(slot)
+	}
+	return slot * j.period.Milliseconds()
+}
+
 // Path returns the job's lock path.
 func (j *Job) Path() string { return j.m.path }
 
 // Run is one run of a Job, as its record holds it. Times are ZooKeeper's.
 type Run struct {
-	Slot    int64         // the period: the server's time in milliseconds / the period's
-	Period  time.Duration // the job's period when it ran
-	Owner   Owner         // who ran it (for "reset": who reset the record)
-	Start   time.Time     // when the runner's check found the period not run yet (for "reset": when it was reset)
-	End     time.Time     // when the end was recorded; zero while it runs (or if its runner died)
-	Outcome string        // "running", "succeeded", "failed", or "reset" (Job.Reset cleared the period's run)
-	Cause   string        // why a failed run ended: CauseError, CauseSignal, CauseHoldLimit or CauseLost
-	Error   string        // fn's error (or the end's), for "failed"
+	Slot   int64         // the period: the server's time in milliseconds / the period's
+	Period time.Duration // the job's period when it ran (a calendar's: its nominal length, 24h for a day, 168h a week, 744h a month)
+	// Calendar is the calendar period it ran under ("day at 02:00
+	// Europe/Berlin"), or "" for a duration.
+	Calendar string
+	Owner    Owner     // who ran it (for "reset": who reset the record)
+	Start    time.Time // when the runner's check found the period not run yet (for "reset": when it was reset)
+	End      time.Time // when the end was recorded; zero while it runs (or if its runner died)
+	Outcome  string    // "running", "succeeded", "failed", or "reset" (Job.Reset cleared the period's run)
+	Cause    string    // why a failed run ended: CauseError, CauseSignal, CauseHoldLimit or CauseLost
+	Error    string    // fn's error (or the end's), for "failed"
 }
 
 // The causes of a failed run's end, in Run.Cause.
@@ -185,12 +230,12 @@ func (j *Job) begin(ctx context.Context, r *JobRun) (Run, error) {
 	if last.Outcome != "running" && last.Outcome != "" && last.End.IsZero() {
 		last.End = time.UnixMilli(now) // an old record's end, as touch pinned it
 	}
-	slot := now / j.period.Milliseconds()
+	slot := j.slotOf(now)
 	if j.covers(last, slot) && !(j.retryFailed && last.Outcome != "succeeded") {
 		return last, ErrRanThisPeriod
 	}
 	r.success = rec.success
-	run := Run{Slot: slot, Period: j.period, Owner: r.lease.q.owner, Start: time.UnixMilli(now), Outcome: "running"}
+	run := Run{Slot: slot, Period: j.period, Calendar: j.schedule(), Owner: r.lease.q.owner, Start: time.UnixMilli(now), Outcome: "running"}
 	_, err := r.write(ctx, run)
 	return run, err
 }
@@ -370,13 +415,14 @@ func (r *JobRun) writeLost(ctx context.Context, run Run) (time.Time, error) {
 
 // jobRecord is a run as stored: times in the server's milliseconds.
 type jobRecord struct {
-	Slot    int64  `json:"slot"`
-	Period  int64  `json:"periodMs"`
-	Owner   Owner  `json:"owner"`
-	Start   int64  `json:"start"`
-	Outcome string `json:"outcome"`
-	Cause   string `json:"cause,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Slot     int64  `json:"slot"`
+	Period   int64  `json:"periodMs"`
+	Calendar string `json:"calendar,omitempty"`
+	Owner    Owner  `json:"owner"`
+	Start    int64  `json:"start"`
+	Outcome  string `json:"outcome"`
+	Cause    string `json:"cause,omitempty"`
+	Error    string `json:"error,omitempty"`
 	// End is the record's end, pinned by the next write of the record
 	// (which moves the node's mtime); until then the mtime is the end.
 	End int64 `json:"end,omitempty"`
@@ -466,7 +512,7 @@ func decodeRun(data []byte, stat *zk.Stat) (Run, *jobSuccess) {
 	if json.Unmarshal(data, &rec) != nil || rec.Outcome == "" {
 		return Run{}, nil
 	}
-	run := Run{Slot: rec.Slot, Period: time.Duration(rec.Period) * time.Millisecond, Owner: rec.Owner, Start: time.UnixMilli(rec.Start),
+	run := Run{Slot: rec.Slot, Period: time.Duration(rec.Period) * time.Millisecond, Calendar: rec.Calendar, Owner: rec.Owner, Start: time.UnixMilli(rec.Start),
 		Outcome: rec.Outcome, Cause: rec.Cause, Error: rec.Error}
 	if rec.Outcome != "running" {
 		end := rec.End
@@ -477,7 +523,7 @@ func decodeRun(data []byte, stat *zk.Stat) (Run, *jobSuccess) {
 	}
 	if rec.Outcome == "reset" {
 		run.Start = run.End
-		if run.Period > 0 {
+		if run.Period > 0 && rec.Calendar == "" {
 			run.Slot = run.End.UnixMilli() / run.Period.Milliseconds()
 		}
 	}
@@ -525,7 +571,7 @@ func encodeRun(run Run, success *jobSuccess) []byte {
 	if run.Outcome == "" {
 		return nil
 	}
-	rec := jobRecord{Slot: run.Slot, Period: run.Period.Milliseconds(), Owner: run.Owner, Start: run.Start.UnixMilli(),
+	rec := jobRecord{Slot: run.Slot, Period: run.Period.Milliseconds(), Calendar: run.Calendar, Owner: run.Owner, Start: run.Start.UnixMilli(),
 		Outcome: run.Outcome, Cause: run.Cause, Error: run.Error, LastSuccess: success}
 	b, _ := json.Marshal(rec)
 	return b
@@ -567,14 +613,14 @@ func (j *Job) State(ctx context.Context) (JobState, error) {
 // covers reports a recorded run made in slot or later: a record from a
 // later slot than the server's clock now gives (a leader whose clock ran
 // ahead, or stepped back since) must not let the earlier slot run, which
-// would run the later one twice. A run recorded under another period is
-// compared by its start. A reset record covers nothing.
+// would run the later one twice. A run recorded under another period or
+// calendar is compared by its start. A reset record covers nothing.
 func (j *Job) covers(last Run, slot int64) bool {
 	switch {
 	case last.Outcome == "", last.Outcome == "reset":
 		return false
-	case last.Period == j.period:
+	case last.Period == j.period && last.Calendar == j.schedule():
 		return last.Slot >= slot
 	}
-	return last.Start.UnixMilli() >= slot*j.period.Milliseconds()
+	return last.Start.UnixMilli() >= j.slotStart(slot)
 }

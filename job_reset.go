@@ -41,9 +41,9 @@ func (j *Job) reset(ctx context.Context, r *JobRun) (replaced, reset Run, err er
 	if err != nil {
 		return Run{}, Run{}, err
 	}
-	reset = Run{Period: j.period, Owner: r.lease.q.owner, Outcome: "reset"}
+	reset = Run{Period: j.period, Calendar: j.schedule(), Owner: r.lease.q.owner, Outcome: "reset"}
 	if rec.run.Period > 0 {
-		reset.Period = rec.run.Period
+		reset.Period, reset.Calendar = rec.run.Period, rec.run.Calendar
 	}
 	data := encodeRun(reset, rec.success)
 	var ops []any
@@ -58,6 +58,8 @@ func (j *Job) reset(ctx context.Context, r *JobRun) (replaced, reset Run, err er
 	}
 	at := time.UnixMilli(res[len(res)-1].Stat.Mtime)
 	reset.Start, reset.End = at, at
-	reset.Slot = at.UnixMilli() / reset.Period.Milliseconds()
+	if reset.Calendar == "" {
+		reset.Slot = at.UnixMilli() / reset.Period.Milliseconds()
+	}
 	return rec.run, reset, nil
 }
