@@ -58,15 +58,15 @@ func TestPureCalendarDaysAcrossDST(t *testing.T) {
 		autumn string // when 25 October's period begins (UTC)
 	}{
 		{0, "2026-03-28T23:00:00Z", "2026-10-24T22:00:00Z"},
-		{2 * time.Hour, "2026-03-29T01:00:00Z", "2026-10-25T00:00:00Z"},               // 02:00 skipped: the jump; 02:00 CEST the first
+		{2 * time.Hour, "2026-03-29T01:00:00Z", "2026-10-25T00:00:00Z"},                // 02:00 skipped: the jump; 02:00 CEST the first
 		{2*time.Hour + 30*time.Minute, "2026-03-29T01:00:00Z", "2026-10-25T00:30:00Z"}, // the same
-		{3 * time.Hour, "2026-03-29T01:00:00Z", "2026-10-25T02:00:00Z"},               // 03:00 CEST is the jump; 03:00 CET once
+		{3 * time.Hour, "2026-03-29T01:00:00Z", "2026-10-25T02:00:00Z"},                // 03:00 CEST is the jump; 03:00 CET once
 		{23*time.Hour + 30*time.Minute, "2026-03-29T21:30:00Z", "2026-10-25T22:30:00Z"},
 	} {
 		cal := zklock.Calendar{Unit: zklock.Day, At: tc.at, Location: loc}
 		for _, season := range []struct {
 			from, to, day string
-			want      string
+			want          string
 		}{
 			{"2026-03-26T00:00:00Z", "2026-04-02T00:00:00Z", "2026-03-29", tc.spring},
 			{"2026-10-22T00:00:00Z", "2026-10-29T00:00:00Z", "2026-10-25", tc.autumn},
