@@ -77,7 +77,10 @@ group receives SIGTERM, then SIGKILL after --grace.
 
 --once-per D runs the command as a job, at most once per period D of
 ZooKeeper's clock, whichever host starts it first (see 'zklock job' and
-docs/scheduled-jobs.md). Its record, <lock path>.run, says who ran it, when,
+docs/scheduled-jobs.md). D is a duration (slots aligned to 1970-01-01 UTC:
+24h is a UTC day, 168h a week from Thursday), or day, week (from Monday) or
+month, beginning at --at HH:MM in the zone --tz (default 00:00 UTC); a
+daylight-saving change neither skips nor doubles a day. Its record, <lock path>.run, says who ran it, when,
 and how it ended: succeeded, or failed with its cause (error: a non-zero
 exit; signal: stopped by a signal passed on; hold-limit: stopped by
 --max-hold, recorded just before the limit; lost: the lock was lost).
@@ -117,6 +120,7 @@ Examples:
 	zklock exec --semaphore 4 /locks/encoders -- ./encode.sh input.mov
 	zklock exec --semaphore 4 --permits 2 /locks/encoders -- ./encode-4k.sh input.mov
 	zklock exec /locks/db --and /locks/cache -- ./migrate.sh
+	zklock exec --once-per day --at 02:00 --tz Europe/Berlin --quiet --not-run-exit 0 /jobs/nightly -- ./nightly.sh
 `,
 	flags: func(fs *flag.FlagSet) {
 		addConnFlags(fs)
@@ -132,7 +136,8 @@ Examples:
 		addPermitsFlag(fs)
 		fs.Bool("kazoo", false, "with --read or --write: name the nodes as kazoo's ReadLock and WriteLock do")
 		fs.String("value", "", "campaign as the leader of an election with this `value` ('zklock leader <path>' shows it): an exclusive lock that publishes it")
-		fs.Duration("once-per", 0, "run the command at most once per `period` of ZooKeeper's clock, whichever host starts it first (a crontab line on every host): others exit 80 at once, naming the run")
+		fs.Var(&periodFlag{}, "once-per", "run the command at most once per `period` of ZooKeeper's clock (a duration, or day, week or month with --at and --tz), whichever host starts it first (a crontab line on every host): others exit 80 at once, naming the run")
+		addCalendarFlags(fs)
 		fs.Bool("quiet", false, "with --once-per: print nothing when the command is not run (not this host's turn)")
 		fs.Int("not-run-exit", exitNotThisTime, "with --once-per: the exit `code` when the command is not run (0 for cron and systemd timers)")
 		fs.Bool("retry-failed", false, "with --once-per: run the command again in a period whose run failed (non-zero exit, stopped, or its runner died or lost the lock)")
@@ -193,18 +198,19 @@ type execOpts struct {
 	permits int
 	// permitsSet: --semaphore was given (0 is then an error, not "exclusive").
 	permitsSet bool
-	take       int            // --permits: how many of the semaphore's permits
-	revoke     bool           // --revocable
-	value      string         // --value: campaign in an election
-	maxHold    time.Duration  // --max-hold: the hold limit, 0 for none
-	oncePer    time.Duration  // --once-per: the job's period, 0 for none
-	quiet      bool           // --quiet: nothing printed when not run
-	notRunExit int            // --not-run-exit: the exit code when not run
-	retry      bool           // --retry-failed
-	signalled  os.Signal      // the last signal passed on to the command, for the job's record
-	jobRun     *zklock.JobRun // the run --once-per started, ended by finish
-	httpAt     string         // --http: serve leadership for probes here
-	probe      *execProbe     // its server: exec_probe.go
+	take       int              // --permits: how many of the semaphore's permits
+	revoke     bool             // --revocable
+	value      string           // --value: campaign in an election
+	maxHold    time.Duration    // --max-hold: the hold limit, 0 for none
+	oncePer    time.Duration    // --once-per: the job's period, 0 for none (a calendar's nominal length)
+	cal        *zklock.Calendar // --once-per day, week or month, with --at and --tz
+	quiet      bool             // --quiet: nothing printed when not run
+	notRunExit int              // --not-run-exit: the exit code when not run
+	retry      bool             // --retry-failed
+	signalled  os.Signal        // the last signal passed on to the command, for the job's record
+	jobRun     *zklock.JobRun   // the run --once-per started, ended by finish
+	httpAt     string           // --http: serve leadership for probes here
+	probe      *execProbe       // its server: exec_probe.go
 }
 
 func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
@@ -249,12 +255,14 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		revoke:  flagValue[bool](fset, "revocable"),
 		value:   flagValue[string](fset, "value"),
 		maxHold: flagValue[time.Duration](fset, "max-hold"),
-		oncePer: flagValue[time.Duration](fset, "once-per"),
 		quiet:   flagValue[bool](fset, "quiet"),
 		retry:   flagValue[bool](fset, "retry-failed"),
 		httpAt:  flagValue[string](fset, "http"),
 	}
 	o.notRunExit = flagValue[int](fset, "not-run-exit")
+	if msg := o.calendarOf(fset); msg != "" {
+		return nil, usageError(stderr, "exec", "%s", msg)
+	}
 	var jobFlags []string // flags that need --once-per
 	fset.Visit(func(f *flag.Flag) {
 		o.permitsSet = o.permitsSet || f.Name == "semaphore"

@@ -102,7 +102,13 @@ func (o *execOpts) primitive(c *zklock.Client) (zklock.Locker, error) {
 		if o.retry {
 			opts = append(opts, zklock.RetryFailed())
 		}
-		j, err := c.NewJob(o.paths[0], o.oncePer, opts...)
+		var j *zklock.Job
+		var err error
+		if o.cal != nil {
+			j, err = c.NewCalendarJob(o.paths[0], *o.cal, opts...)
+		} else {
+			j, err = c.NewJob(o.paths[0], o.oncePer, opts...)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -28,7 +28,9 @@ failed run ended) and its last success. Job prints it:
 	last run: by web-2 pid 4242 (report), started 2026-11-25T14:05:00.120Z, failed at 2026-11-25T14:05:41.802Z (error): exit status 3
 	last success: started 2026-11-25T13:05:00.310Z, ended 2026-11-25T13:05:38.077Z
 
---json prints one JSON object: path, periodMs, last and lastSuccess (each
+--json prints one JSON object: path, periodMs (a calendar's nominal length:
+a day 86400000), calendar ("day at 02:00 Europe/Berlin", or "" for a
+duration), last and lastSuccess (each
 null or an object with slot, outcome, cause, error, host, pid, client,
 owner, start, end, startMs, endMs; times on ZooKeeper's clock, end and
 endMs null or 0 while a run has no end recorded). Outcomes are running,
@@ -101,7 +103,7 @@ func runJob(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: no run recorded\n", path)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "%s: once per %v\nlast run: %s\n", path, st.Last.Period, describeRun(st.Last))
+	fmt.Fprintf(stdout, "%s: once per %s\nlast run: %s\n", path, runPeriod(st.Last), describeRun(st.Last))
 	if s := st.LastSuccess; s.Outcome != "" {
 		fmt.Fprintf(stdout, "last success: started %s, ended %s\n", stamp(s.Start), stamp(s.End))
 	} else {
@@ -168,12 +170,13 @@ type runJSON struct {
 type jobJSON struct {
 	Path        string   `json:"path"`
 	PeriodMs    int64    `json:"periodMs"`
+	Calendar    string   `json:"calendar"`
 	Last        *runJSON `json:"last"`
 	LastSuccess *runJSON `json:"lastSuccess"`
 }
 
 func printJobJSON(stdout, stderr io.Writer, path string, st zklock.JobState) int {
-	out := jobJSON{Path: path, PeriodMs: st.Last.Period.Milliseconds(), Last: toRunJSON(st.Last), LastSuccess: toRunJSON(st.LastSuccess)}
+	out := jobJSON{Path: path, PeriodMs: st.Last.Period.Milliseconds(), Calendar: st.Last.Calendar, Last: toRunJSON(st.Last), LastSuccess: toRunJSON(st.LastSuccess)}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return fail(stderr, exitFailure, "encoding JSON: %v", err)

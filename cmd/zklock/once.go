@@ -54,7 +54,7 @@ func (o *execOpts) notThisTime(err error, stderr io.Writer) int {
 		run = n.run
 	}
 	if errors.Is(err, zklock.ErrRanThisPeriod) {
-		return fail(stderr, o.notRunExit, "not run: %s was run this period (%v) %s", o.path, o.oncePer, describeRun(run))
+		return fail(stderr, o.notRunExit, "not run: %s was run this period (%s) %s", o.path, o.period(), describeRun(run))
 	}
 	if run.Outcome == "running" {
 		return fail(stderr, o.notRunExit, "not run: another host holds %s, running the job: %s", o.path, describeRun(run))
@@ -126,6 +126,15 @@ func printLastRun(ctx context.Context, c *zklock.Client, out io.Writer, path str
 		return
 	}
 	if run, err := j.LastRun(ctx); err == nil && run.Outcome != "" {
-		fmt.Fprintf(out, "last run (once per %v): %s\n", run.Period, describeRun(run))
+		fmt.Fprintf(out, "last run (once per %s): %s\n", runPeriod(run), describeRun(run))
 	}
+}
+
+// runPeriod names the period a run was made under: its calendar, or its
+// duration.
+func runPeriod(r zklock.Run) string {
+	if r.Calendar != "" {
+		return r.Calendar
+	}
+	return r.Period.String()
 }

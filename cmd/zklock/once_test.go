@@ -276,3 +276,36 @@ func TestJobMonitoringQueryFromTheDocs(t *testing.T) {
 	require.True(t, check(ok1), "succeeded this period: no alert")
 	require.False(t, check(failed), "never succeeded: alert")
 }
+
+// TestExecOncePerCalendarOnThreeHosts: three hosts on a calendar day in
+// Europe/Berlin run the command once; the record names the calendar, and
+// the others say which period it was.
+func TestExecOncePerCalendarOnThreeHosts(t *testing.T) {
+	path := lockPath(t)
+	file := filepath.Join(t.TempDir(), "runs")
+	line := []string{"exec", "--once-per", "day", "--at", "02:30", "--tz", "Europe/Berlin", path, "--", "sh", "-c", `echo ran >> $0; sleep 0.3`, file}
+	procs := []*proc{start(t, line...), start(t, line...), start(t, line...)}
+	codes := map[int]int{}
+	for _, p := range procs {
+		codes[p.wait(t, 20*time.Second)]++
+	}
+	require.Equal(t, map[int]int{0: 1, exitNotThisTime: 2}, codes)
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, "ran\n", string(b))
+	code, _, stderr := runZK(t, 20*time.Second, line...)
+	require.Equal(t, exitNotThisTime, code, stderr)
+	require.Contains(t, stderr, "was run this period (day at 02:30 Europe/Berlin) by ")
+	st := jobState(t, path)
+	require.Equal(t, "day at 02:30 Europe/Berlin", st.Calendar)
+	require.Equal(t, int64(86400000), st.PeriodMs)
+
+	for _, bad := range [][]string{
+		{"exec", "--once-per", "1h", "--at", "02:00", path, "--", "true"},
+		{"exec", "--once-per", "day", "--tz", "Nowhere/Else", path, "--", "true"},
+		{"exec", "--once-per", "fortnight", path, "--", "true"},
+	} {
+		code, _, stderr := runZK(t, 20*time.Second, bad...)
+		require.Equal(t, exitUsage, code, "%v: %s", bad, stderr)
+	}
+}
