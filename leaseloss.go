@@ -144,7 +144,7 @@ func (l *Lease) ownNodeEvent(ev zk.Event) error {
 	c := l.c
 	switch {
 	case ev.Type == zk.EventNodeDeleted:
-		if c.wire != nil && c.clock.untilLossDeadline() <= 0 {
+		if c.wire != nil && c.clock.untilLossDeadlineOf(l.q.sess.id) <= 0 {
 			// Woken after a pause: the server expired the session and
 			// deleted the node itself.
 			return fmt.Errorf("%w: no word from ZooKeeper's leader for longer than the session can be trusted (node %s is gone)", ErrLockLost, l.q.full())
@@ -230,7 +230,7 @@ func (q *queueNode) lossCheck() error {
 	case q.sess.ended() || c.conn.SessionID() != q.sess.id:
 		return c.sessionLoss()
 	case c.wire != nil:
-		if c.clock.untilLossDeadline() <= 0 {
+		if c.clock.untilLossDeadlineOf(q.sess.id) <= 0 {
 			return fmt.Errorf("%w: no word from ZooKeeper's leader for longer than the session can be trusted", ErrLockLost)
 		}
 	case c.conn.State() != zk.StateHasSession:

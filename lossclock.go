@@ -87,7 +87,7 @@ func (k *lossClock) tick() time.Duration {
 	var heard, proven time.Time
 	if k.wire != nil {
 		heard, _ = k.wire.LastContact()
-		proven = k.wire.LeaderContact()
+		proven, _ = k.wire.LeaderContact()
 	}
 	k.mu.Lock()
 	due := k.due()
@@ -137,7 +137,19 @@ func (k *lossClock) answering() bool {
 // the loss fraction of the granted timeout after the leader last heard of
 // the session.
 func (k *lossClock) untilLossDeadline() time.Duration {
-	return time.Until(k.wire.LeaderContact().Add(k.trusted()))
+	proven, _ := k.wire.LeaderContact()
+	return time.Until(proven.Add(k.trusted()))
+}
+
+// untilLossDeadlineOf is untilLossDeadline for a lease of session: a proof
+// of another session (a new one, whose connect response the wire read
+// before go-zookeeper took it) keeps none of its leases.
+func (k *lossClock) untilLossDeadlineOf(session int64) time.Duration {
+	proven, of := k.wire.LeaderContact()
+	if of != session {
+		return 0
+	}
+	return time.Until(proven.Add(k.trusted()))
 }
 
 // untilSilent returns how long until the client has heard from no server

@@ -67,6 +67,22 @@ func (c *wireConn) noteAnswer(sent, now int64, byLeader bool) {
 	}
 }
 
+// newGrant takes a connect response's grant. A new session starts the
+// leader's word afresh; within one session the smallest grant counts: a
+// leader elected later restores the session with the timeout it was made
+// with, not with a later, larger grant. w.mu is held.
+func (w *Tap) newGrant(granted time.Duration, session int64) {
+	if session != w.session {
+		w.session, w.proven = session, 0
+	} else {
+		granted = min(granted, w.granted)
+	}
+	if granted != w.granted {
+		w.granted = granted
+		w.wakeClock()
+	}
+}
+
 // prove moves the leader's contact to sent; w.mu is held.
 func (w *Tap) prove(sent int64) {
 	if sent <= w.proven {
@@ -80,11 +96,12 @@ func (w *Tap) prove(sent int64) {
 }
 
 // LeaderContact returns the latest moment the leader is known to have heard
-// from the session: the loss deadline counts from it.
-func (w *Tap) LeaderContact() time.Time {
+// from the session, and that session's id: the loss deadline counts from it,
+// for leases of that session only.
+func (w *Tap) LeaderContact() (time.Time, int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.epoch.Add(time.Duration(w.proven))
+	return w.epoch.Add(time.Duration(w.proven)), w.session
 }
 
 // ProofDue returns when a sync sent on the current connection would prove

@@ -121,3 +121,66 @@ func errorReply(xid, code int32) []byte {
 	p = binary.BigEndian.AppendUint32(p, uint32(code))
 	return frameOf(p)
 }
+
+// The server answers an auth request at once, ahead of requests still in its
+// pipeline: its reply must not be taken for the sync sent before it, which a
+// cut-off follower never completes.
+func TestPureProofAuthReplyOvertakesASync(t *testing.T) {
+	c := grantedConn()
+	c.frames = 1
+	c.noteAnswer(90*ms, 100*ms, false)
+	c.sent = []sentReq{{at: 400 * ms, xid: 7, byLeader: true}, {at: 410 * ms, xid: 8}} // a sync, then an auth
+	require.NoError(t, c.parse(reply(8)))
+	assert.Zero(t, c.w.proven, "the auth's answer proves nothing")
+	assert.Equal(t, []int64{400 * ms}, sentTimes(c), "the sync is still outstanding")
+	require.NoError(t, c.parse(reply(7)))
+	assert.Equal(t, 90*ms, c.w.proven, "the sync's own answer does")
+}
+
+// A new session starts the leader's word afresh (a lease of the old one is
+// kept by no proof of the new one), and within a session the smallest grant
+// counts: a new leader restores the session with the timeout it was made with.
+func TestPureProofPerSession(t *testing.T) {
+	c := testConn(50 * ms)
+	c.wrote = false
+	require.NoError(t, c.parse(connectResponse(4000, 1)))
+	proven, session := c.w.LeaderContact()
+	assert.Equal(t, c.w.epoch.Add(50*time.Millisecond), proven)
+	assert.Equal(t, int64(1), session)
+
+	c2 := &wireConn{w: c.w, sent: []sentReq{{at: 70 * ms}}}
+	require.NoError(t, c2.parse(connectResponse(10000, 1)))
+	assert.Equal(t, 4*time.Second, c.w.granted, "the session's smallest grant")
+	c3 := &wireConn{w: c.w, sent: []sentReq{{at: 60 * ms}}}
+	require.NoError(t, c3.parse(connectResponse(10000, 2)))
+	assert.Equal(t, 10*time.Second, c.w.granted, "a new session's own grant")
+	proven, session = c.w.LeaderContact()
+	assert.Equal(t, c.w.epoch.Add(60*time.Millisecond), proven, "a new session's proof, though older than the last one's")
+	assert.Equal(t, int64(2), session)
+}
+
+// Diagnose (Connect's error) and the reply parser take the Tap's and a
+// connection's locks; they must not wait on each other.
+func TestPureDiagnoseWhileRepliesArrive(t *testing.T) {
+	w := New(Config{})
+	c := &wireConn{w: w, wrote: true, frames: 1}
+	w.conns[c] = struct{}{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20_000 {
+			c.mu.Lock()
+			c.sent = append(c.sent, sentReq{at: 1})
+			c.mu.Unlock()
+			_ = c.parse(reply(1))
+		}
+	}()
+	for range 20_000 {
+		_ = w.Diagnose()
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Diagnose and the parser deadlocked")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -39,8 +40,9 @@ type Tap struct {
 	expected []*Expectation // packets awaited by what they carry
 	contact  int64          // send time (ns since epoch) of the newest request the server answered
 	proven   int64          // send time of the newest request the leader is known to have heard (proof.go)
+	session  int64          // the session of the newest connect response: proven and granted are its
 	current  *wireConn      // the newest connection: where a sync would go
-	granted  time.Duration  // session timeout from the newest connect response
+	granted  time.Duration  // session timeout granted: the smallest of the session's connect responses
 	dials    uint64         // connections opened so far: the connection epoch
 
 	// rearm wakes the client's loss clock when its nap may be too long: a
@@ -178,17 +180,24 @@ var errSilent = errors.New("the server accepted the connection but never answere
 // reply is silence; otherwise the last connection's error, if any.
 func (w *Tap) Diagnose() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if isDone(w.refused.hopeless) {
+		defer w.mu.Unlock()
 		return w.refused.cause // the connection it came on may not be closed yet
 	}
-	for c := range w.conns {
+	conns := slices.Collect(maps.Keys(w.conns))
+	lastErr := w.lastErr
+	w.mu.Unlock()
+	// Each connection's lock is taken without the Tap's: the reply parser
+	// takes them in the other order.
+	for _, c := range conns {
 		// A connection just made (a redial) has not had time to hear
 		// back: the last connection's error, if any, says more.
-		if c.unanswered(w.now()-int64(silentAfter)) || (c.unanswered(w.now()) && w.lastErr == nil) {
+		if c.unanswered(w.now()-int64(silentAfter)) || (c.unanswered(w.now()) && lastErr == nil) {
 			return errSilent
 		}
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.handshaking != "" {
 		return fmt.Errorf("TLS handshake with %s: the server accepted the connection but has not answered (is it a TLS port?)", w.handshaking)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -49,6 +50,7 @@ const readBufSize = 16 << 10
 // complete it.
 type sentReq struct {
 	at       int64
+	xid      int32 // its reply carries it back (the connect request has none)
 	byLeader bool
 }
 
@@ -57,9 +59,13 @@ func (c *wireConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	// go-zookeeper writes [length][xid][opcode]...; the connect request,
 	// first on every connection, has no opcode and is told apart by place.
-	byLeader := c.wrote && len(p) >= 12 && leaderOp(int32(binary.BigEndian.Uint32(p[8:12])))
+	req := sentReq{at: now}
+	if c.wrote && len(p) >= 12 {
+		req.xid = int32(binary.BigEndian.Uint32(p[4:8]))
+		req.byLeader = leaderOp(int32(binary.BigEndian.Uint32(p[8:12])))
+	}
 	c.wrote = true
-	c.sent = append(c.sent, sentReq{at: now, byLeader: byLeader})
+	c.sent = append(c.sent, req)
 	c.mu.Unlock()
 
 	w := c.w
@@ -211,10 +217,11 @@ func (c *wireConn) parse(b []byte) error {
 func (c *wireConn) frame() {
 	c.frames++
 	if c.frames == 1 {
-		// Connect response: protocol version, then the granted timeout in ms.
-		if c.headN >= 8 {
+		// Connect response: protocol version, the granted timeout in ms,
+		// the session id.
+		if c.headN == len(c.head) {
 			ms := int32(binary.BigEndian.Uint32(c.head[4:8]))
-			c.answered(time.Duration(ms)*time.Millisecond, true, true)
+			c.connected(time.Duration(ms)*time.Millisecond, int64(binary.BigEndian.Uint64(c.head[8:16])))
 		}
 		return
 	}
@@ -232,39 +239,64 @@ func (c *wireConn) frame() {
 			e.zxid.Store(int64(binary.BigEndian.Uint64(c.head[4:12])))
 		}
 	}
-	c.answered(0, false, ok)
+	c.answered(xid, ok)
 }
 
-// answered pops the oldest outstanding request: the server has now heard
-// from us at least as late as it was sent. ok: the reply carried no error.
-func (c *wireConn) answered(granted time.Duration, connect, ok bool) {
-	if len(c.sent) == 0 {
+// take removes and returns the request xid answers: replies come in the
+// order sent, but for an auth request, which the server answers at once,
+// ahead of requests still in its pipeline. A reply whose xid matches none
+// answers the oldest.
+func (c *wireConn) take(xid int32) (sentReq, bool) {
+	i := slices.IndexFunc(c.sent, func(r sentReq) bool { return r.xid == xid })
+	if i < 0 {
+		if len(c.sent) == 0 {
+			return sentReq{}, false
+		}
+		i = 0
+	}
+	req := c.sent[i]
+	c.sent = slices.Delete(c.sent, i, i+1)
+	return req, true
+}
+
+// connected handles the connect response: the session's grant, and a send
+// time the leader proved (it made or revalidated the session before the
+// answer). A refused session (expired: timeout 0) is no news of a live one.
+func (c *wireConn) connected(granted time.Duration, session int64) {
+	req, found := c.take(0)
+	if !found || granted <= 0 {
 		return
 	}
-	req := c.sent[0]
-	c.sent = c.sent[1:]
-	if connect && granted <= 0 {
-		return // the session was refused (expired): no news of a live session
-	}
-	t := req.at
 	w := c.w
 	w.mu.Lock()
-	if connect {
-		// The leader made or revalidated the session before this answer.
-		w.prove(t)
-	} else {
-		c.noteAnswer(t, w.now(), ok && req.byLeader)
+	defer w.mu.Unlock()
+	w.newGrant(granted, session)
+	w.prove(req.at)
+	w.heard(req.at)
+}
+
+// answered handles a reply: the server has now heard from us at least as
+// late as its request was sent. ok: the reply carried no error.
+func (c *wireConn) answered(xid int32, ok bool) {
+	req, found := c.take(xid)
+	if !found {
+		return
 	}
-	if t > w.contact {
-		w.contact = t
-		if w.contactWatched {
-			w.contactWatched = false
-			w.wakeClock()
-		}
+	w := c.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c.noteAnswer(req.at, w.now(), ok && req.byLeader)
+	w.heard(req.at)
+}
+
+// heard moves the any-server contact to t; w.mu is held.
+func (w *Tap) heard(t int64) {
+	if t <= w.contact {
+		return
 	}
-	if connect && granted != w.granted {
-		w.granted = granted
+	w.contact = t
+	if w.contactWatched {
+		w.contactWatched = false
 		w.wakeClock()
 	}
-	w.mu.Unlock()
 }
