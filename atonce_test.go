@@ -37,3 +37,30 @@ func TestPureAtOnceRemembersTheLastOutcomePerPath(t *testing.T) {
 	}
 	require.Greater(t, expected, 950, "at most a few paths share a bit")
 }
+
+// A path not seen yet (or seen once at once) follows the client's recent
+// acquisitions on all paths: expected to hold at once once at least
+// priorAtOnce of the last priorWindow did, and not before priorWindow were
+// seen.
+func TestPureAtOnceUnseenPathFollowsTheClient(t *testing.T) {
+	a := newAtOnce()
+	for i := range priorWindow - 1 {
+		a.learn(fmt.Sprintf("/scattered/%d", i), true)
+	}
+	require.False(t, a.predicts("/new"), "too few acquisitions to go by")
+	a.learn("/scattered/last", true)
+	require.True(t, a.predicts("/new"), "all held at once")
+	for range priorWindow - priorAtOnce {
+		a.learn("/busy", false)
+	}
+	require.True(t, a.predicts("/new"), "exactly priorAtOnce of the last priorWindow")
+	require.False(t, a.predicts("/busy"), "a path that waited keeps its own count")
+	a.learn("/busy", false)
+	require.False(t, a.predicts("/new"), "one wait more")
+	a.learn("/once", true)
+	require.False(t, a.predicts("/once"), "a path seen once at once, with the client's history too mixed")
+	for i := range priorWindow {
+		a.learn(fmt.Sprintf("/again/%d", i), true)
+	}
+	require.True(t, a.predicts("/once"), "and with a client that holds at once nearly always")
+}
