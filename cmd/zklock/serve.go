@@ -28,7 +28,10 @@ var serveCmd = &command{
 Serve answers an HTTP/JSON API (docs/serve.md, docs/openapi.json) over one
 ZooKeeper session: acquire a mutex, a read/write lock or a semaphore (waiting
 with a timeout, or trying), release it, campaign in an election, read or
-watch the leader, read a lock's queue.
+watch the leader, read a lock's queue; or, for callers that cannot keep a
+request open, grant a lease with a TTL (at most a third of
+--session-timeout), keep it alive with plain requests, and take and release
+locks with it in separate requests.
 
 A caller holds a lock for as long as its acquire request stays open: the
 answer (sent at once) is a stream of JSON lines, "heartbeat" every
@@ -69,6 +72,7 @@ Exit status:
 		fs.String("token-file", "", "`file` of bearer tokens callers must send, one a line: 'name token' (or just the token); mode 600")
 		fs.String("prefix", "/", "refuse lock and election paths outside this `path`")
 		fs.Int("max-holds", lockservice.DefaultMaxHolds, "most locks one caller (one token's name) may hold or wait for at once (`N`)")
+		fs.Int("max-leases", lockservice.DefaultMaxLeases, "most leases one caller may have at once (`N`); their locks count against --max-holds")
 		fs.Duration("session-timeout", zklock.DefaultSessionTimeout, "ZooKeeper session timeout (a `duration`): how long the locks outlive this process")
 		fs.Bool("verbose", false, "log session events to stderr")
 	},
@@ -90,6 +94,10 @@ func runServe(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	if cfg.MaxHolds < 1 {
 		return usageError(stderr, "serve", "--max-holds must be at least 1")
 	}
+	if cfg.MaxLeases = flagValue[int](fs, "max-leases"); cfg.MaxLeases < 1 {
+		return usageError(stderr, "serve", "--max-leases must be at least 1")
+	}
+	cfg.SessionTimeout = flagValue[time.Duration](fs, "session-timeout")
 	if cfg.Heartbeat = flagValue[time.Duration](fs, "heartbeat"); cfg.Heartbeat < 10*time.Millisecond {
 		return usageError(stderr, "serve", "--heartbeat must be at least 10ms")
 	}

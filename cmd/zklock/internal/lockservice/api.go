@@ -117,3 +117,72 @@ func leaderOf(path string, l zklock.Leader) LeaderResponse {
 		Owner: l.Owner.Name, Host: l.Owner.Host, PID: l.Owner.PID,
 	}
 }
+
+// LeaseGrantRequest is the body of POST /v1/lease/grant.
+type LeaseGrantRequest struct {
+	TTL string `json:"ttl"` // a Go duration ("3s"), between 1s and a third of the service's session timeout
+}
+
+// LeaseRequest is the body of POST /v1/lease/keepalive and /v1/lease/revoke.
+type LeaseRequest struct {
+	Lease string `json:"lease"`
+}
+
+// LeaseResponse answers a lease's grant, keep-alive and GET
+// /v1/lease/holdings: the lease, its TTL, and what it holds.
+type LeaseResponse struct {
+	Lease     string         `json:"lease"`
+	TTL       string         `json:"ttl"`
+	TTLMillis int64          `json:"ttl_ms"`
+	Holdings  []LeaseHolding `json:"holdings"`
+}
+
+// LeaseHolding is one lock a lease holds; Lost says why it was lost (its
+// release then answers 409 lost and drops it from the list).
+type LeaseHolding struct {
+	ID    string `json:"id"`
+	Path  string `json:"path"`
+	Kind  string `json:"kind"`
+	Node  string `json:"node"`
+	Token int64  `json:"token"`
+	Lost  string `json:"lost,omitempty"`
+}
+
+// LeaseAcquireRequest is the body of POST /v1/lease/acquire: an acquire's
+// fields, and the lease to hold it with. Without try it needs a timeout.
+type LeaseAcquireRequest struct {
+	Lease   string `json:"lease"`
+	Path    string `json:"path"`
+	Kind    string `json:"kind,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+	Permits int    `json:"permits,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
+	Try     bool   `json:"try,omitempty"`
+	Owner   string `json:"owner,omitempty"`
+	Host    string `json:"host,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+}
+
+// LeaseAcquireResponse answers a granted POST /v1/lease/acquire.
+type LeaseAcquireResponse struct {
+	Granted bool   `json:"granted"`
+	ID      string `json:"id"`
+	Lease   string `json:"lease"`
+	Path    string `json:"path"`
+	Node    string `json:"node"`
+	Token   int64  `json:"token"`
+}
+
+// LeaseReleaseRequest is the body of POST /v1/lease/release.
+type LeaseReleaseRequest struct {
+	Lease string `json:"lease"`
+	ID    string `json:"id"`
+}
+
+// RevokeResponse answers POST /v1/lease/revoke: how many of its locks were
+// released (the others had been lost).
+type RevokeResponse struct {
+	Lease    string `json:"lease"`
+	Revoked  bool   `json:"revoked"`
+	Released int    `json:"released"`
+}

@@ -21,6 +21,7 @@ type holding struct {
 	release     chan struct{} // closed by POST /v1/lock/release
 	ended       chan struct{} // closed once the stream has said how it ended (or its caller is gone)
 	endErr      error         // nil: released; else the loss. Valid once ended is closed
+	described   LeaseHolding  // a lease's holding as its lease lists it (guarded by Service.mu)
 }
 
 func newHolding(id, caller, path string, exclusive bool, lease *zklock.Lease) *holding {

@@ -69,7 +69,10 @@ func serve(t *testing.T, cfg lockservice.Config, servers ...string) *served {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := zklock.Connect(ctx, servers, zklock.WithSessionTimeout(4*time.Second))
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 4 * time.Second
+	}
+	c, err := zklock.Connect(ctx, servers, zklock.WithSessionTimeout(cfg.SessionTimeout))
 	require.NoError(t, err)
 	svc, err := lockservice.New(c, cfg)
 	require.NoError(t, err)

@@ -70,7 +70,11 @@ var schemaTypes = map[string]any{
 	"ReleaseRequest": lockservice.ReleaseRequest{}, "ReleaseResponse": lockservice.ReleaseResponse{},
 	"Event": lockservice.Event{}, "Contender": lockservice.Contender{}, "StatusResponse": lockservice.StatusResponse{},
 	"LeaderResponse": lockservice.LeaderResponse{}, "HealthResponse": lockservice.HealthResponse{},
-	"ErrorResponse": lockservice.ErrorResponse{},
+	"ErrorResponse":     lockservice.ErrorResponse{},
+	"LeaseGrantRequest": lockservice.LeaseGrantRequest{}, "LeaseRequest": lockservice.LeaseRequest{},
+	"LeaseResponse": lockservice.LeaseResponse{}, "LeaseHolding": lockservice.LeaseHolding{},
+	"LeaseAcquireRequest": lockservice.LeaseAcquireRequest{}, "LeaseAcquireResponse": lockservice.LeaseAcquireResponse{},
+	"LeaseReleaseRequest": lockservice.LeaseReleaseRequest{}, "RevokeResponse": lockservice.RevokeResponse{},
 }
 
 func TestOpenAPIRoutesAreTheServedOnes(t *testing.T) {

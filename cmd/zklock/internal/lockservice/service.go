@@ -68,6 +68,13 @@ type Config struct {
 	// AllowOrigins are the Origin values (scheme://host[:port]) accepted;
 	// a request carrying any other Origin (a web page's) is refused.
 	AllowOrigins []string
+	// SessionTimeout is the session timeout the service's client asked
+	// for (zklock.DefaultSessionTimeout when 0): a lease's TTL is at most a
+	// third of it.
+	SessionTimeout time.Duration
+	// MaxLeases limits the leases of one caller: DefaultMaxLeases when 0.
+	// Each lock a lease holds counts against MaxHolds.
+	MaxLeases int
 }
 
 // Service answers the HTTP API over one Client. It is safe for concurrent use.
@@ -88,6 +95,18 @@ type Service struct {
 	lostFIFO []string          // the same ids, oldest first (at most maxLost)
 	closed   bool
 	handlers sync.WaitGroup // Add under mu, while not closed
+
+	instance    string            // names this run of the service: the prefix of its lease ids
+	leases      map[string]*lease // live leases by id
+	leasesOf    map[string]int    // live leases per caller
+	endedLeases map[string]*leaseEnded
+	endedFIFO   []string       // the same ids, oldest first (at most maxEndedLeases)
+	bg          sync.WaitGroup // the goroutines of leases' holdings and the session watch
+	watchOnce   sync.Once
+
+	proofMu  sync.Mutex
+	proofAt  time.Time // the sending of the latest round trip ZooKeeper answered
+	proofing *proof    // the round trip in flight, if any
 }
 
 // New returns a Service over c. It does no I/O. Close it before closing c.
@@ -112,6 +131,15 @@ func New(c *zklock.Client, cfg Config) (*Service, error) {
 	if cfg.Heartbeat < 0 {
 		return nil, errors.New("lockservice: Heartbeat must not be negative")
 	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = zklock.DefaultSessionTimeout
+	}
+	if cfg.MaxLeases == 0 {
+		cfg.MaxLeases = DefaultMaxLeases
+	}
+	if cfg.MaxLeases < 0 || cfg.SessionTimeout < 0 {
+		return nil, errors.New("lockservice: MaxLeases and SessionTimeout must not be negative")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -119,7 +147,8 @@ func New(c *zklock.Client, cfg Config) (*Service, error) {
 	return &Service{
 		c: c, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		byID: map[string]*holding{}, byPath: map[string]map[*holding]struct{}{}, perCall: map[string]int{},
-		lost: map[string]string{},
+		lost: map[string]string{}, instance: newID()[:12],
+		leases: map[string]*lease{}, leasesOf: map[string]int{}, endedLeases: map[string]*leaseEnded{},
 	}, nil
 }
 
@@ -129,9 +158,10 @@ func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.endLeases(codeLost, "the service stopped; the lease's locks were released")
 	s.cancel()
 	done := make(chan struct{})
-	go func() { s.handlers.Wait(); close(done) }()
+	go func() { s.handlers.Wait(); s.bg.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -155,6 +185,12 @@ func Routes() []Route {
 		{"POST", "/v1/election/campaign", (*Service).campaign},
 		{"GET", "/v1/election/leader", (*Service).leader},
 		{"GET", "/v1/election/watch", (*Service).watch},
+		{"POST", "/v1/lease/grant", (*Service).leaseGrant},
+		{"POST", "/v1/lease/keepalive", (*Service).leaseKeepAlive},
+		{"POST", "/v1/lease/acquire", (*Service).leaseAcquire},
+		{"POST", "/v1/lease/release", (*Service).leaseRelease},
+		{"POST", "/v1/lease/revoke", (*Service).leaseRevoke},
+		{"GET", "/v1/lease/holdings", (*Service).leaseHoldings},
 		{"GET", "/healthz", (*Service).health},
 	}
 }
