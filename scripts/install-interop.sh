@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the peers of the interoperability tests (internal/interop): Apache
 # Curator's recipes for Java with a JDK to compile the test's driver, and
-# kazoo for Debian's python3. Idempotent: does nothing when all are there.
+# kazoo for Debian's python3, and jq, with which the docs' job-monitoring
+# query runs in a test. Idempotent: does nothing when all are there.
 # The tests look for them in the same places:
 #   Curator: /usr/share/java/curator-{recipes,framework,client}.jar (Debian)
 #   javac:   $JAVA_HOME/bin/javac, else javac on $PATH
@@ -22,8 +23,9 @@ pkgs=
 have_curator || pkgs="$pkgs libcurator-recipes-java"
 have_javac || pkgs="$pkgs default-jdk-headless"
 have_kazoo || pkgs="$pkgs python3-kazoo"
+command -v jq >/dev/null 2>&1 || pkgs="$pkgs jq"
 if [ -z "$pkgs" ]; then
-	say "Curator, javac and kazoo already installed; nothing to do"
+	say "Curator, javac, kazoo and jq already installed; nothing to do"
 	exit 0
 fi
 
