@@ -64,6 +64,8 @@ export declare class Holding {
 
 export declare class Client {
   constructor(opts?: ClientOptions);
+  /** a lease of ttl seconds, kept alive in the background, for locks taken and released in separate steps */
+  lease(ttl: number): Promise<Lease>;
   lock(path: string, opts?: LockOptions): Promise<Holding>;
   tryLock(path: string, opts?: Omit<LockOptions, 'timeout' | 'signal'>): Promise<Holding | null>;
   readLock(path: string, opts?: LockOptions): Promise<Holding>;
@@ -75,4 +77,43 @@ export declare class Client {
   watch(path: string, opts?: { signal?: AbortSignal }): AsyncGenerator<Leader | null>;
   status(path: string): Promise<Array<Record<string, unknown>>>;
   health(): Promise<{ ok: boolean; session: string }>;
+}
+
+export interface LeaseLockOptions {
+  /** seconds to wait at most (30; the service allows 300) */
+  timeout?: number;
+  kind?: 'mutex' | 'read' | 'write' | 'semaphore';
+  limit?: number;
+  permits?: number;
+  owner?: string;
+  /** do not wait: reject with code "locked" at once if taken */
+  try?: boolean;
+}
+
+/** A lease (client.lease(ttl)): kept alive every third of its TTL; its locks end with it. */
+export declare class Lease {
+  id: string;
+  /** seconds */
+  ttl: number;
+  /** aborted once the lease is lost: its TTL passed since the last acknowledged keep-alive was sent, or the service said so */
+  signal: AbortSignal;
+  lost: Promise<string>;
+  check(): void;
+  lock(path: string, opts?: LeaseLockOptions): Promise<LeaseHolding>;
+  tryLock(path: string, opts?: Omit<LeaseLockOptions, 'try' | 'timeout'>): Promise<LeaseHolding | null>;
+  /** releases every lock it holds before resolving */
+  revoke(): Promise<void>;
+}
+
+/** A lock held with a lease. */
+export declare class LeaseHolding {
+  id: string;
+  path: string;
+  node: string;
+  /** the fencing token */
+  token: number;
+  signal: AbortSignal;
+  lost: Promise<string>;
+  check(): void;
+  release(): Promise<boolean>;
 }

@@ -80,7 +80,7 @@ export class Client {
   }
 
   /** Sends a request; resolves with the response once its headers arrive. */
-  #request(method, route, body, signal) {
+  #request(method, route, body, signal, idle = this.connectTimeout) {
     const data = body === undefined ? undefined : JSON.stringify(body);
     const headers = { Accept: 'application/json' };
     if (data !== undefined) headers['Content-Type'] = 'application/json';
@@ -97,13 +97,13 @@ export class Client {
       req.once('close', () => signal?.removeEventListener('abort', onAbort));
       req.stop = () => signal?.removeEventListener('abort', onAbort); // the signal no longer ends this request
       req.on('error', (err) => reject(signal?.aborted ? signal.reason : coded(`cannot reach the service: ${err.message}`, 'unreachable', 0)));
-      req.setTimeout(this.connectTimeout, () => req.destroy(new Error(`no answer within ${this.connectTimeout} ms`)));
+      req.setTimeout(idle, () => req.destroy(new Error(`no answer within ${idle} ms`)));
       req.end(data);
     });
   }
 
-  async #call(method, route, body) {
-    const { res } = await this.#request(method, route, body);
+  async #call(method, route, body, idle) {
+    const { res } = await this.#request(method, route, body, undefined, idle);
     let text = '';
     res.setEncoding('utf8');
     for await (const chunk of res) text += chunk;
@@ -249,6 +249,21 @@ export class Client {
     }
   }
 
+  /**
+   * Grants a lease of ttl seconds (between 1 and a third of the service's session timeout), kept alive in the
+   * background: for a process that takes and releases locks in separate steps rather than holding a request open.
+   * @param {number} ttl seconds
+   * @returns {Promise<Lease>}
+   */
+  async lease(ttl) {
+    const sent = performance.now();
+    const d = await this.#call('POST', '/v1/lease/grant', { ttl: duration(ttl) });
+    return new Lease(this, d, sent);
+  }
+
+  /** One JSON request (for Lease); idle: ms of silence allowed. */
+  _call(method, route, body, idle) { return this.#call(method, route, body, idle); }
+
   /** Asks the service to release holding id; false if it was lost. */
   async _release(id) {
     try {
@@ -352,5 +367,174 @@ export class Holding {
     clearTimeout(timer);
     this.#req.destroy();
     return ok;
+  }
+}
+
+const leaseLost = (code) => ['lease_expired', 'lease_lost', 'lease_revoked'].includes(code);
+
+/**
+ * A lease: locks taken with it (lease.lock) are held while it is kept alive, which it does every third of its TTL.
+ * Everything it holds counts as lost once its TTL has passed since the last acknowledged keep-alive was sent (the
+ * service may then release it): signal aborts then, or when the service answers that the lease ended, and every
+ * holding's signal with it. id, ttl (seconds), signal, lost (a promise of the reason), check(), lock(), tryLock(),
+ * revoke().
+ */
+export class Lease {
+  #client;
+  #abort = new AbortController();
+  #deadline;
+  #holdings = new Map();
+  #timer;
+  #stopped = false;
+
+  constructor(client, d, sent) {
+    this.#client = client;
+    this.id = d.lease;
+    this.ttl = d.ttl_ms / 1000;
+    this.#deadline = sent + d.ttl_ms;
+    /** @type {AbortSignal} aborted once the lease is lost */
+    this.signal = this.#abort.signal;
+    /** @type {Promise<string>} */
+    this.lost = new Promise((resolve) => this.signal.addEventListener('abort', () => resolve(String(this.signal.reason?.message)), { once: true }));
+    this.#schedule();
+  }
+
+  #lose(reason) {
+    if (this.signal.aborted) return;
+    clearTimeout(this.#timer);
+    const err = reason instanceof Error ? reason : coded(`lease lost: ${reason}`, 'lease_lost', 0);
+    for (const h of this.#holdings.values()) h._lose(err);
+    this.#abort.abort(err);
+  }
+
+  #schedule() {
+    if (this.#stopped || this.signal.aborted) return;
+    const wait = Math.max(0, Math.min(this.ttl * 1000 / 3, this.#deadline - performance.now()));
+    this.#timer = setTimeout(() => this.#keep(), wait);
+  }
+
+  async #keep() {
+    if (this.#stopped || this.signal.aborted) return;
+    if (performance.now() >= this.#deadline) {
+      this.#lose(`no keep-alive acknowledged within the lease's ttl ${this.ttl}s`);
+      return;
+    }
+    const sent = performance.now();
+    try {
+      const d = await this.#client._call('POST', '/v1/lease/keepalive', { lease: this.id });
+      this.#deadline = sent + d.ttl_ms;
+      for (const h of d.holdings) if (h.lost) this.#holdings.get(h.id)?._lose(coded(`lock lost: ${h.lost}`, 'lost', 0));
+    } catch (err) {
+      if (leaseLost(err.code)) {
+        this.#lose(err);
+        return;
+      }
+      // not acknowledged: try again until the deadline
+    }
+    this.#schedule();
+  }
+
+  /** Throws a ZklockError (code lease_lost, lease_expired, ...) once the lease is gone. */
+  check() {
+    if (!this.signal.aborted && performance.now() >= this.#deadline) this.#lose(`its ttl ${this.ttl}s passed`);
+    if (this.signal.aborted) throw this.signal.reason;
+  }
+
+  /**
+   * Takes the lock at path with this lease, waiting at most timeout seconds (30; at most 300).
+   * @returns {Promise<LeaseHolding>} rejects with a ZklockError (code timeout, locked, lease_expired, ...).
+   */
+  async lock(path, { timeout = 30, kind = 'mutex', limit, permits, owner, try: tryOnly = false } = {}) {
+    const body = { lease: this.id, path, kind, limit, permits, owner, ...me() };
+    if (tryOnly) body.try = true;
+    else body.timeout = duration(timeout);
+    let d;
+    try {
+      d = await this.#client._call('POST', '/v1/lease/acquire', body, tryOnly ? undefined : timeout * 1000 + this.#client.connectTimeout);
+    } catch (err) {
+      if (leaseLost(err.code)) this.#lose(err);
+      throw err;
+    }
+    const h = new LeaseHolding(this, this.#client, d);
+    this.#holdings.set(h.id, h);
+    if (this.signal.aborted) h._lose(this.signal.reason);
+    return h;
+  }
+
+  /** Takes the lock only if it is free now: the holding, or null. */
+  async tryLock(path, opts = {}) {
+    try {
+      return await this.lock(path, { ...opts, try: true });
+    } catch (err) {
+      if (err.code === 'locked') return null;
+      throw err;
+    }
+  }
+
+  _forget(id) { this.#holdings.delete(id); }
+
+  /** Ends the lease: every lock it holds is released before this resolves. Does nothing once lost. */
+  async revoke() {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    if (this.signal.aborted) return;
+    try {
+      await this.#client._call('POST', '/v1/lease/revoke', { lease: this.id });
+    } catch (err) {
+      if (leaseLost(err.code)) {
+        this.#lose(err);
+        return;
+      }
+      throw err;
+    }
+    for (const h of this.#holdings.values()) h._released = true;
+    this.#abort.abort(coded('lease revoked', 'lease_revoked', 0));
+  }
+}
+
+/** A lock held with a lease: token (the fencing token), id, node, path, signal, lost, check(), release(). */
+export class LeaseHolding {
+  #lease;
+  #client;
+  #abort = new AbortController();
+
+  constructor(lease, client, d) {
+    this.#lease = lease;
+    this.#client = client;
+    this.id = d.id;
+    this.path = d.path;
+    this.node = d.node;
+    this.token = d.token;
+    this._released = false;
+    /** @type {AbortSignal} aborted once the lock (or its lease) is lost */
+    this.signal = this.#abort.signal;
+    /** @type {Promise<string>} */
+    this.lost = new Promise((resolve) => this.signal.addEventListener('abort', () => resolve(String(this.signal.reason?.message)), { once: true }));
+  }
+
+  _lose(err) { if (!this._released && !this.signal.aborted) this.#abort.abort(err); }
+
+  /** Throws once the lock or its lease is gone. */
+  check() {
+    if (this.signal.aborted) throw this.signal.reason;
+    this.#lease.check();
+  }
+
+  /** Releases the lock, once; resolves false if it had been lost. */
+  async release() {
+    if (this._released) return !this.signal.aborted;
+    this._released = true;
+    this.#lease._forget(this.id);
+    if (this.signal.aborted) return false;
+    try {
+      await this.#client._call('POST', '/v1/lease/release', { lease: this.#lease.id, id: this.id });
+      return true;
+    } catch (err) {
+      if (err.code === 'lost' || leaseLost(err.code)) {
+        this.#abort.abort(err);
+        return false;
+      }
+      throw err;
+    }
   }
 }

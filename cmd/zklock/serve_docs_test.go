@@ -110,6 +110,42 @@ func TestServeDocExamples(t *testing.T) {
 			require.NoError(t, err, "%s", out)
 			require.Regexp(t, `(?m)^holding /locks/report, fencing token \d+\nreleased\n$`, string(out))
 		}},
+		{"python lease", "client.lease(ttl=3)", func(t *testing.T, code string) {
+			need(t, "python3", "install Python 3 (apt-get install python3)")
+			file := filepath.Join(dir, "lease.py")
+			require.NoError(t, os.WriteFile(file, []byte(local(code)), 0o644))
+			cmd := exec.Command("python3", file)
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "clients/python/src"))
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Regexp(t, `(?m)^holding /locks/nightly with a lease, fencing token \d+\nrevoked\n$`, string(out))
+			require.Empty(t, waitQueue(t, c, "/locks/nightly", 0))
+		}},
+		{"node lease", "client.lease(3)", func(t *testing.T, code string) {
+			need(t, "node", "install Node.js 18 or later (apt-get install nodejs)")
+			nd := filepath.Join(dir, "node")
+			require.NoError(t, os.MkdirAll(filepath.Join(nd, "node_modules"), 0o755))
+			_ = os.Symlink(filepath.Join(root, "clients/node"), filepath.Join(nd, "node_modules/zklock"))
+			file := filepath.Join(nd, "lease.mjs")
+			require.NoError(t, os.WriteFile(file, []byte(local(code)), 0o644))
+			out, err := exec.Command("node", file).CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Regexp(t, `(?m)^holding /locks/nightly with a lease, fencing token \d+\nrevoked\n$`, string(out))
+			require.Empty(t, waitQueue(t, c, "/locks/nightly", 0))
+		}},
+		{"a lease with curl", "/v1/lease/grant", func(t *testing.T, code string) {
+			if _, err := exec.LookPath("curl"); err != nil {
+				t.Skip("curl is not installed: the curl examples need it")
+			}
+			// The steps: hold /locks/deploy for 3 TTLs, and show that it is held meanwhile.
+			steps := "sleep 4; zklock status /locks/deploy"
+			out := shell(t, strings.Replace(local(code), "# ... the steps that need /locks/deploy ...", steps, 1))
+			require.Contains(t, out, "HOLDER", "the status in the middle shows the holder:\n%s", out)
+			require.Contains(t, out, `"released":true`)
+			require.Contains(t, out, `"revoked":true`)
+			require.NotContains(t, out, "lease lost")
+			require.Empty(t, waitQueue(t, c, "/locks/deploy", 0))
+		}},
 		{"a script's lock", "zklock exec --timeout 30s /locks/report", func(t *testing.T, code string) {
 			job := filepath.Join(dir, "nightly-report.sh")
 			require.NoError(t, os.WriteFile(job, []byte("#!/bin/sh\necho \"report under token $ZKLOCK_TOKEN\"\n"), 0o755))

@@ -27,6 +27,7 @@ import json
 import os
 import socket
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional
@@ -34,6 +35,9 @@ from typing import Any, Dict, Iterator, List, Optional
 __all__ = [
     "Client",
     "Holding",
+    "Lease",
+    "LeaseHolding",
+    "LeaseLost",
     "Leader",
     "ZklockError",
     "Locked",
@@ -66,6 +70,12 @@ class LockLost(ZklockError):
     """The lock was lost while held (``Holding.check``)."""
 
 
+class LeaseLost(LockLost):
+    """The lease ended (its TTL passed without an acknowledged keep-alive,
+    the service lost its ZooKeeper session or restarted): every lock taken
+    with it is lost."""
+
+
 def _error(status: int, body: bytes) -> ZklockError:
     try:
         e = json.loads(body)
@@ -76,7 +86,8 @@ def _error(status: int, body: bytes) -> ZklockError:
 
 
 def _coded(msg: str, code: str, status: int) -> ZklockError:
-    cls = {"locked": Locked, "timeout": LockTimeout, "lost": LockLost}.get(code, ZklockError)
+    cls = {"locked": Locked, "timeout": LockTimeout, "lost": LockLost,
+           "lease_expired": LeaseLost, "lease_lost": LeaseLost, "lease_revoked": LeaseLost}.get(code, ZklockError)
     return cls("zklock: " + msg, code, status)
 
 
@@ -234,6 +245,15 @@ class Client:
     def semaphore(self, path: str, limit: int, timeout: Optional[float] = None, *, permits: int = 1, **kw: Any) -> "Holding":
         """``permits`` of a semaphore of ``limit`` permits."""
         return self.lock(path, timeout, kind="semaphore", limit=limit, permits=permits, **kw)
+
+    def lease(self, ttl: float) -> "Lease":
+        """Grants a lease of ``ttl`` seconds (between 1 and a third of the
+        service's session timeout) and keeps it alive from a background
+        thread: for a process that takes and releases locks in separate
+        steps rather than holding a request open. Locks taken with it
+        (``lease.lock``) end with it. Use it as a context manager (leaving
+        revokes it, releasing every lock it holds), or call ``revoke()``."""
+        return Lease(self, ttl)
 
     def status(self, path: str) -> List[Dict[str, Any]]:
         """Who holds and who waits at ``path``, holders first."""
@@ -450,3 +470,184 @@ class Holding:
 
     def __repr__(self) -> str:
         return "<zklock.Holding %s token=%d %s>" % (self.path, self.token, "lost" if self.lost.is_set() else "held")
+
+
+class Lease:
+    """A lease of the service: locks taken with it are held while it is kept
+    alive, which a background thread does every third of its TTL.
+
+    The rule it applies for you: everything it holds counts as lost once its
+    TTL has passed since the last acknowledged keep-alive was sent (the
+    service may then release it). ``lost`` (a ``threading.Event``) is set
+    then, or when the service answers that the lease ended, and every
+    holding's ``lost`` with it; ``check()`` raises ``LeaseLost``."""
+
+    def __init__(self, client: Client, ttl: float) -> None:
+        self._client = client
+        sent = time.monotonic()
+        d = client._call("POST", "/v1/lease/grant", {"ttl": _duration(ttl)})
+        self.id: str = d["lease"]
+        self.ttl: float = d["ttl_ms"] / 1000.0
+        self.lost = threading.Event()
+        self.reason: Optional[str] = None
+        self._deadline = sent + self.ttl
+        self._holdings: Dict[str, "LeaseHolding"] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._keep, name="zklock lease", daemon=True)
+        self._thread.start()
+
+    def _lose(self, reason: str) -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+            hs = list(self._holdings.values())
+        for h in hs:
+            h._lose(reason)
+        self.lost.set()
+
+    def _keep(self) -> None:
+        while not self._stop.is_set() and not self.lost.is_set():
+            with self._lock:
+                deadline = self._deadline
+            wait = min(self.ttl / 3, deadline - time.monotonic())
+            if self._stop.wait(max(wait, 0)):
+                return
+            if time.monotonic() >= deadline:
+                self._lose("no keep-alive acknowledged within the lease's ttl %gs" % self.ttl)
+                return
+            sent = time.monotonic()
+            try:
+                d = self._client._call("POST", "/v1/lease/keepalive", {"lease": self.id})
+            except LeaseLost as e:
+                self._lose(str(e))
+                return
+            except ZklockError:
+                continue  # not acknowledged: try again until the deadline
+            with self._lock:
+                self._deadline = sent + self.ttl
+                lost = [(self._holdings.get(h["id"]), h["lost"]) for h in d["holdings"] if h.get("lost")]
+            for h, why in lost:
+                if h is not None:
+                    h._lose(why)
+
+    def check(self) -> None:
+        """Raises LeaseLost once the lease is gone."""
+        if self.lost.is_set() or time.monotonic() >= self._deadline:
+            raise LeaseLost("zklock: lease lost: %s" % (self.reason or "its ttl passed"), "lease_lost")
+
+    def lock(self, path: str, timeout: float = 30, *, kind: str = "mutex", limit: Optional[int] = None,
+             permits: Optional[int] = None, owner: Optional[str] = None, try_: bool = False) -> "LeaseHolding":
+        """Takes the lock at ``path`` with this lease, waiting at most
+        ``timeout`` seconds (at most 300); raises LockTimeout, Locked (with
+        ``try_``), LeaseLost or ZklockError."""
+        body = {"lease": self.id, "path": path, "kind": kind, "limit": limit, "permits": permits,
+                "owner": owner, **_me()}
+        if try_:
+            body["try"] = True
+        else:
+            body["timeout"] = _duration(timeout)
+        conn, resp = self._client._open("POST", "/v1/lease/acquire", body)
+        if not try_:
+            conn.sock.settimeout(timeout + self._client._timeout)
+        try:
+            raw = resp.read()
+        finally:
+            conn.close()
+        if resp.status != 200:
+            err = _error(resp.status, raw)
+            if isinstance(err, LeaseLost):
+                self._lose(str(err))
+            raise err
+        h = LeaseHolding(self, json.loads(raw))
+        with self._lock:
+            self._holdings[h.id] = h
+        if self.lost.is_set():
+            h._lose(self.reason or "lease lost")
+        return h
+
+    def try_lock(self, path: str, **kw: Any) -> Optional["LeaseHolding"]:
+        """Takes the lock only if it is free now: the holding, or None."""
+        try:
+            return self.lock(path, try_=True, **kw)
+        except Locked:
+            return None
+
+    def revoke(self) -> None:
+        """Ends the lease: every lock it holds is released before this
+        returns. Revoking a lease already lost does nothing."""
+        self._stop.set()
+        if self.lost.is_set():
+            return
+        try:
+            self._client._call("POST", "/v1/lease/revoke", {"lease": self.id})
+        except LeaseLost as e:
+            self._lose(str(e))
+            return
+        finally:
+            self._thread.join(10)
+        with self._lock:
+            hs = list(self._holdings.values())
+            self.reason = self.reason or "revoked"
+        for h in hs:
+            h._released = True
+        self.lost.set()
+
+    def __enter__(self) -> "Lease":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.revoke()
+
+
+class LeaseHolding:
+    """A lock held with a lease: ``token`` (the fencing token), ``id``,
+    ``node``, ``path``, ``lost`` (a ``threading.Event``), ``reason``. A
+    context manager; ``release()`` releases it."""
+
+    def __init__(self, lease: Lease, d: Dict[str, Any]) -> None:
+        self._lease = lease
+        self.id: str = d["id"]
+        self.path: str = d["path"]
+        self.node: str = d["node"]
+        self.token: int = d["token"]
+        self.lost = threading.Event()
+        self.reason: Optional[str] = None
+        self._released = False
+
+    def _lose(self, reason: str) -> None:
+        if not self._released:
+            self.reason = self.reason or reason
+            self.lost.set()
+
+    def check(self) -> None:
+        """Raises LockLost once the lock (or its lease) is gone."""
+        if self.lost.is_set():
+            raise LockLost("zklock: lock lost: %s" % self.reason, "lost")
+        self._lease.check()
+
+    def release(self) -> bool:
+        """Releases the lock, once; False if it had been lost."""
+        if self._released:
+            return self.reason is None
+        self._released = True
+        with self._lease._lock:
+            self._lease._holdings.pop(self.id, None)
+        if self.lost.is_set():
+            return False
+        try:
+            self._lease._client._call("POST", "/v1/lease/release", {"lease": self._lease.id, "id": self.id})
+        except LockLost as e:
+            self.reason = str(e)
+            self.lost.set()
+            return False
+        return True
+
+    def __enter__(self) -> "LeaseHolding":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return "<zklock.LeaseHolding %s token=%d %s>" % (self.path, self.token, "lost" if self.lost.is_set() else "held")
