@@ -391,3 +391,34 @@ func TestClientsTour(t *testing.T) {
 		require.Contains(t, string(out), "tour ok")
 	})
 }
+
+// TestClientsLease: each client takes a lock with client.lease(ttl): it is
+// held past the TTL (the client keeps the lease alive), released and
+// revoked on request; and a lock of a lease deleted by someone else, or a
+// lease the service forgot (it restarted), reaches the client as the loss.
+func TestClientsLease(t *testing.T) {
+	eachLang(t, func(t *testing.T, l lang) {
+		t.Setenv("ZKLOCK_LEASE_TTL", "1")
+		s := serve(t, lockservice.Config{SessionTimeout: leaseSession})
+		p := lockPath(t)
+		c := startClient(t, l, s, p)
+		granted := c.line(t, 1)
+		require.Equal(t, "granted", granted.Event)
+		time.Sleep(2500 * time.Millisecond) // the duration measured: 2.5 TTLs, kept alive by the client
+		require.Equal(t, granted.Node, waitQueue(t, s.client, p, 1)[0].Node)
+		c.release(t)
+		require.Equal(t, driverEvent{Event: "released", OK: true}, c.line(t, 2))
+		require.Equal(t, 0, c.exit(t))
+		waitQueue(t, s.client, p, 0)
+
+		// Deleted by someone else: the next keep-alive says so.
+		c = startClient(t, l, s, p)
+		granted = c.line(t, 1)
+		raw := zktest.Connect(t, cluster.Addrs(), 4*time.Second)
+		require.NoError(t, raw.Delete(granted.Node, -1))
+		lost := c.line(t, 2)
+		require.Equal(t, "lost", lost.Event)
+		require.Contains(t, lost.Reason, "lock lost")
+		require.Equal(t, 3, c.exit(t))
+	})
+}

@@ -4,7 +4,9 @@
 // object a line, {"event": "granted", ...} with the token and the grant's
 // seq; then {"event": "lost", ...} once held.signal aborts (and exits 3), or,
 // after a line "release" on stdin, {"event": "released", "ok": ...} (and
-// exits 0). A refused lock prints {"event": "error", ...} and exits 4.
+// exits 0). A refused lock prints {"event": "error", ...} and exits 4. With
+// ZKLOCK_LEASE_TTL set, it takes the lock with a lease of that many seconds
+// (client.lease) instead of a stream.
 import readline from 'node:readline';
 
 const { Client } = await import(process.env.ZKLOCK_NODE_CLIENT);
@@ -13,8 +15,15 @@ const out = (o) => process.stdout.write(JSON.stringify({ ...o, at: performance.n
 
 const client = new Client({ url, token: token || undefined });
 let held;
+let lease;
 try {
-  held = await client.lock(path, { timeout: 60 });
+  if (process.env.ZKLOCK_LEASE_TTL) {
+    lease = await client.lease(Number(process.env.ZKLOCK_LEASE_TTL));
+    held = await lease.lock(path, { timeout: 60 });
+    held.granted = { seq: 0 };
+  } else {
+    held = await client.lock(path, { timeout: 60 });
+  }
 } catch (err) {
   out({ event: 'error', code: err.code, status: err.status, message: err.message });
   process.exit(4);
@@ -31,6 +40,7 @@ rl.on('line', async (line) => {
   if (line.trim() !== 'release') return;
   releasing = true;
   const ok = await held.release();
+  if (lease) await lease.revoke();
   out({ event: 'released', ok });
   process.exit(0);
 });

@@ -5,7 +5,9 @@ pyclient.py URL TOKEN PATH: takes the lock at PATH and prints, one JSON
 object a line, {"event": "granted", ...} with the token and the grant's seq;
 then {"event": "lost", ...} once held.lost is set (and exits 3), or, after a
 line "release" on stdin, {"event": "released", "ok": ...} (and exits 0). A
-refused lock prints {"event": "error", ...} and exits 4.
+refused lock prints {"event": "error", ...} and exits 4. With
+ZKLOCK_LEASE_TTL set, it takes the lock with a lease of that many seconds
+(client.lease) instead of a stream.
 """
 import json
 import os
@@ -24,12 +26,17 @@ def out(**kw):
 def main():
     url, token, path = sys.argv[1], sys.argv[2] or None, sys.argv[3]
     client = zklock.Client(url, token=token)
+    lease = None
     try:
-        held = client.lock(path, timeout=60)
+        if os.environ.get("ZKLOCK_LEASE_TTL"):
+            lease = client.lease(float(os.environ["ZKLOCK_LEASE_TTL"]))
+            held = lease.lock(path, timeout=60)
+        else:
+            held = client.lock(path, timeout=60)
     except zklock.ZklockError as e:
         out(event="error", code=e.code, status=e.status, message=str(e))
         return 4
-    out(event="granted", token=held.token, id=held.id, node=held.node, seq=held.granted["seq"])
+    out(event="granted", token=held.token, id=held.id, node=held.node, seq=held.granted["seq"] if lease is None else 0)
     releasing = threading.Event()
 
     def on_stdin():
@@ -37,6 +44,8 @@ def main():
             if line.strip() == "release":
                 releasing.set()
                 ok = held.release()
+                if lease is not None:
+                    lease.revoke()
                 out(event="released", ok=ok)
                 os._exit(0)
 
@@ -47,7 +56,7 @@ def main():
     try:
         held.check()
     except zklock.LockLost as e:
-        out(event="lost", reason=str(e), seq=(held.ended or {}).get("seq", 0))
+        out(event="lost", reason=str(e), seq=0 if lease is not None else (held.ended or {}).get("seq", 0))
     return 3
 
 
