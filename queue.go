@@ -221,13 +221,15 @@ func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte, watch bo
 	// matters while go-zookeeper reconnects. A listing sent before the
 	// create would not see the node and cost a second listing, which is why
 	// the wait is for this create's packet, not for any of the client's.
-	t := time.NewTimer(20 * time.Millisecond)
+	t := createWaits.Get().(*time.Timer)
+	t.Reset(20 * time.Millisecond)
 	select {
 	case <-written:
 	case <-t.C:
 		c.wire.Forget(guid)
 	}
-	t.Stop()
+	t.Stop() // since Go 1.23, a stopped timer's channel holds nothing stale
+	createWaits.Put(t)
 	listed := goCall(c, func() (firstListing, error) {
 		if watch {
 			children, _, ev, err := c.conn.ChildrenW(lockPath)
@@ -238,6 +240,14 @@ func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte, watch bo
 	})
 	return created, listed
 }
+
+// createWaits are the stopped timers of sendCreate's wait, shared by every
+// client: a timer a create saves (about 200 bytes each).
+var createWaits = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
 
 // testHookAfterCreate, set only by tests, runs between a create's reply and
 // the reading of its session.

@@ -414,6 +414,30 @@ func TestPureWireOneSocketReadPerReply(t *testing.T) {
 	assert.Equal(t, 1, sc.reads)
 }
 
+// A burst larger than the small buffer is read through a shared one, which
+// goes back once drained: a read that waits holds the small buffer only.
+func TestPureWireIdleReadHoldsSmallBuffer(t *testing.T) {
+	stream, _ := typicalExchange()
+	burst := bytes.Repeat(stream, 40) // about 16 KiB: several wide reads
+	sc := &scriptedConn{in: burst, chunk: len(burst)}
+	c := &wireConn{Conn: sc, w: New(Config{})}
+	c.frames = 1
+	got, err := io.ReadAll(io.LimitReader(c, int64(len(burst))))
+	require.NoError(t, err)
+	require.Equal(t, burst, got)
+	assert.LessOrEqual(t, sc.reads, 3, "one small read, then wide ones")
+
+	sc.in = stream // quiet again: one short reply
+	got = make([]byte, len(stream))
+	_, err = io.ReadFull(c, got)
+	require.NoError(t, err)
+	require.Equal(t, stream, got)
+	_, err = c.Read(make([]byte, 4)) // drained: the next read waits (here, EOF)
+	require.ErrorIs(t, err, io.EOF)
+	assert.Nil(t, c.wide, "the shared buffer went back")
+	assert.False(t, c.wantWide, "a short reply: the next read waits on the small buffer")
+}
+
 // expect waits for the packet that carries its marker, not for any packet
 // of the client: a read written meanwhile does not count.
 func TestPureWireExpectWaitsForItsOwnPacket(t *testing.T) {

@@ -37,14 +37,29 @@ type wireConn struct {
 
 	// Read buffer, used only by go-zookeeper's receive goroutine.
 	// go-zookeeper reads every reply in two reads (length, then payload);
-	// the buffer serves both from one system call.
-	rbuf       []byte
+	// the buffer serves both from one system call. A read waits on small,
+	// which is all an idle connection holds; after a read that filled it,
+	// the next ones use a shared buffer of readBufSize (wide), given back
+	// once drained, so a fleet of sessions does not keep 16 KiB each for
+	// the burst one of them may see.
+	small      [smallReadSize]byte
+	rbuf       []byte             // small[:], or the shared buffer taken (wide)
+	wide       *[readBufSize]byte // the shared buffer rbuf is, until drained
+	wantWide   bool               // the last fill filled small, or more: more is likely waiting
 	rpos, rend int
 	rerr       error // the error that ended the last fill, returned once the buffer is drained
 }
 
 // readBufSize holds many small replies; a larger read bypasses the buffer.
-const readBufSize = 16 << 10
+// smallReadSize holds the replies of a lock's requests (a create's, a
+// listing of a queue of a dozen nodes, a watch event) and a ping's.
+const (
+	readBufSize   = 16 << 10
+	smallReadSize = 1 << 10
+)
+
+// wideBufs are the read buffers shared by every connection of the process.
+var wideBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
 
 // sentReq is a request written: when, and whether only the leader can
 // complete it.
@@ -94,6 +109,10 @@ func (c *wireConn) await(xid int32, e *Expectation) {
 
 func (c *wireConn) Read(p []byte) (int, error) {
 	if c.rpos == c.rend {
+		if c.wide != nil { // drained: the shared buffer goes back before a read that may wait
+			wideBufs.Put(c.wide)
+			c.wide, c.rbuf = nil, nil
+		}
 		if c.rerr != nil {
 			err := c.rerr
 			c.rerr = nil
@@ -102,10 +121,13 @@ func (c *wireConn) Read(p []byte) (int, error) {
 		if len(p) >= readBufSize {
 			return c.fill(p)
 		}
-		if c.rbuf == nil {
-			c.rbuf = make([]byte, readBufSize)
+		c.rbuf = c.small[:]
+		if c.wantWide {
+			c.wide = wideBufs.Get().(*[readBufSize]byte)
+			c.rbuf = c.wide[:]
 		}
 		n, err := c.fill(c.rbuf)
+		c.wantWide = n >= smallReadSize
 		c.rpos, c.rend, c.rerr = 0, n, err
 		if n == 0 {
 			c.rerr = nil
