@@ -90,3 +90,29 @@ func TestKeepAliveGrantAfterQuietSpellHolds(t *testing.T) {
 		hold(t, w, l)
 	})
 }
+
+// Lease.Deadline says until when a holder may rely on its lease: it lies
+// within 80 % of the timeout, moves forward while the leader's word is kept,
+// stops when the client is cut off, and the lease ends by it; it is in the
+// past once the lease has ended.
+func TestLeaseDeadlineFollowsTheLeadersWord(t *testing.T) {
+	const session = 2 * time.Second
+	_, proxy, l, _ := stalledHolder(t, session)
+	first := l.Deadline()
+	require.True(t, first.After(time.Now()), "a held lease's deadline is ahead")
+	require.True(t, first.Before(time.Now().Add(session*8/10)), "and within 80 %% of the timeout")
+	time.Sleep(session) // the keep-alive proves contact meanwhile: the duration is the thing tested
+	moved := l.Deadline()
+	require.True(t, moved.After(first), "the deadline moves forward while contact is proven (%v, then %v)", first, moved)
+	proxy.Stall()
+	defer proxy.Resume()
+	stalled := l.Deadline()
+	select {
+	case <-l.Done():
+		require.False(t, time.Now().Before(stalled.Add(-100*time.Millisecond)), "the lease ended %v before its deadline", time.Until(stalled))
+		require.Less(t, time.Since(stalled), boundSlack, "the lease ended long after its deadline")
+	case <-time.After(session + boundSlack):
+		t.Fatal("the cut-off lease did not end")
+	}
+	require.True(t, l.Deadline().Before(time.Now()), "an ended lease's deadline is past")
+}

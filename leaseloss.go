@@ -290,3 +290,33 @@ func (l *Lease) traceHold(h HoldSpan) {
 	}
 	l.hold = h
 }
+
+// Deadline returns the moment the lease will be presumed lost unless
+// ZooKeeper's leader is heard from again before then: 80 % of the granted
+// session timeout after the leader last confirmed the session. It moves
+// forward as contact is proven (while a lease is held, zklock proves it
+// about every 0.3 of the timeout), and it is the latest moment a holder may
+// rely on the lease without asking Err again: a service that promises its
+// own callers a lease (zklock serve) promises no later than this. It is in
+// the past once the lease has ended. A MultiLock's lease returns its parts'
+// earliest. The zero time when no deadline is known: a client made by
+// NewClient (which cannot time the bytes: its leases end when the
+// connection drops), or a lease kept outside ZooKeeper (NewLease).
+func (l *Lease) Deadline() time.Time {
+	if l.parts != nil {
+		var first time.Time
+		for _, p := range l.parts {
+			if d := p.Deadline(); first.IsZero() || d.Before(first) {
+				first = d
+			}
+		}
+		return first
+	}
+	if l.q == nil || l.q.c == nil || l.q.c.wire == nil {
+		return time.Time{}
+	}
+	if l.Err() != nil {
+		return time.Now().Add(-time.Nanosecond)
+	}
+	return time.Now().Add(l.q.c.clock.untilLossDeadlineOf(l.q.sess.id))
+}
