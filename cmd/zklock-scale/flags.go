@@ -2,7 +2,10 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -11,7 +14,7 @@ import (
 func parseFlags(args []string) config {
 	var cfg config
 	fs := flag.NewFlagSet("zklock-scale", flag.ExitOnError)
-	quick := fs.Bool("quick", false, "the small profile: 100 sessions, 2 processes, 10s and 5s runs")
+	quick := fs.Bool("quick", false, "the small profile: 100 sessions, 2 processes, 10s and 5s runs, a sweep of "+quickSweep+"/s for 3s each")
 	fs.IntVar(&cfg.sessions, "sessions", 1000, "client sessions in all")
 	fs.IntVar(&cfg.procs, "procs", 4, "worker processes sharing the sessions")
 	fs.IntVar(&cfg.paths, "paths", 10000, "lock paths")
@@ -28,6 +31,9 @@ func parseFlags(args []string) config {
 	fs.IntVar(&cfg.batch, "batch", 25, "sessions a worker connects at once")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the sessions' random choices")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON object per run instead of tables")
+	sweep := fs.String("sweep", "600,800,1000,1200,1400,1600", "offered loads of the knee sweep, acquisitions/s, comma-separated (empty: no sweep)")
+	fs.DurationVar(&cfg.sweepDuration, "sweep-duration", 20*time.Second, "length of each run of the knee sweep")
+	fs.DurationVar(&cfg.kneeP99, "knee-p99", 100*time.Millisecond, "the knee: the highest load served with a p99 wait within this")
 	fs.StringVar(&cfg.doc, "doc", "", "also write the tables into this Markdown `file`, between its zklock-scale markers")
 	_ = fs.Parse(args)
 	cfg.voters, cfg.observers = 3, 1
@@ -35,6 +41,15 @@ func parseFlags(args []string) config {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		quickProfile(&cfg, set)
+		if !set["sweep"] {
+			*sweep = quickSweep
+		}
+	}
+	var err error
+	if cfg.sweep, err = parseSweep(*sweep); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		fs.Usage()
+		os.Exit(2)
 	}
 	if cfg.sessions < 1 || cfg.procs < 1 || cfg.paths < 1 || cfg.zipfS <= 1 || cfg.zipfV < 1 || cfg.batch < 1 || cfg.permits < 1 {
 		fs.Usage()
@@ -59,9 +74,38 @@ func quickProfile(cfg *config, set map[string]bool) {
 	if !set["compare-duration"] {
 		cfg.compareDuration = q.compareDuration
 	}
+	if !set["sweep-duration"] {
+		cfg.sweepDuration = q.sweepDuration
+	}
+}
+
+// quickSweep is the quick profile's sweep: two loads for its 100 sessions.
+const quickSweep = "100,200"
+
+// parseSweep reads -sweep: positive loads, comma-separated.
+func parseSweep(s string) ([]float64, error) {
+	var out []float64
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("zklock-scale: -sweep: %q is not a positive load", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// thinkFor is the mean think time that offers load acquisitions a second
+// from sessions sessions holding each for hold (waits not counted: the load
+// served falls below the load offered as they grow).
+func thinkFor(load float64, sessions int, hold time.Duration) time.Duration {
+	return max(time.Duration(float64(sessions)/load*float64(time.Second))-hold, time.Millisecond)
 }
 
 // quickConfig is the small profile's size (the test runs it).
 func quickConfig() config {
-	return config{sessions: 100, procs: 2, duration: 10 * time.Second, compareDuration: 5 * time.Second}
+	return config{sessions: 100, procs: 2, duration: 10 * time.Second, compareDuration: 5 * time.Second, sweepDuration: 3 * time.Second}
 }

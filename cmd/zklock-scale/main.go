@@ -9,6 +9,12 @@
 //	go run ./cmd/zklock-scale -json         # one JSON object per run
 //	make bench-scale                        # the same, written into docs/performance.md
 //
+// The knee sweep then offers rising loads (-sweep, in acquisitions a second:
+// the think time is the sessions divided by the load) to zklock, to zklock
+// without the own-node watch and to zk.Lock, a short mutex-only run each,
+// interleaved, and reports for each the highest load served with a p99 wait
+// within -knee-p99.
+//
 // The mixed run uses all three primitives (mutexes on most paths, read/write
 // locks and semaphores on one path in ten each); the mutex pair runs the same
 // load with mutexes only, once with zklock and once with go-zookeeper's
@@ -17,6 +23,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -46,6 +53,9 @@ type config struct {
 	observers       int
 	json            bool
 	doc             string
+	sweep           []float64     // offered loads of the knee sweep, acquisitions/s (none: no sweep)
+	sweepDuration   time.Duration // length of each run of the sweep
+	kneeP99         time.Duration // the knee: the highest load served with a p99 wait within this
 }
 
 func main() {
@@ -64,7 +74,7 @@ func main() {
 func (cfg config) workerConfig(spec runSpec, addrs []string, base string, first, count int, out string) workerConfig {
 	return workerConfig{
 		Lib: spec.Lib, MutexOnly: spec.MutexOnly, Addrs: addrs, Base: base, Paths: cfg.paths,
-		First: first, Count: count, Think: cfg.think, Hold: cfg.hold, AcquireTimeout: cfg.acquireTimeout,
+		First: first, Count: count, Think: cmp.Or(spec.Think, cfg.think), Hold: cfg.hold, AcquireTimeout: cfg.acquireTimeout,
 		Duration: spec.Duration, SessionTimeout: cfg.sessionTimeout, ZipfS: cfg.zipfS, ZipfV: cfg.zipfV,
 		ReadShare: cfg.readShare, Permits: cfg.permits, Seed: cfg.seed, Batch: cfg.batch, Out: out,
 	}

@@ -44,7 +44,7 @@ func TestQuickScale(t *testing.T) {
 	require.NoError(t, err, "the quick profile needs ZooKeeper: run `make zk`")
 	t.Log("\n" + out.String())
 
-	require.Len(t, rs, 3, "mixed zklock, mutex zklock, mutex zk.Lock")
+	require.Len(t, rs, 4+3*len(cfg.sweep), "mixed zklock; mutex zklock, zklock-noown, zk.Lock; the same at each load of the sweep")
 	for _, r := range rs {
 		name := r.Name + " " + r.Lib
 		assert.Equal(t, cfg.sessions, r.Sessions, name)
@@ -59,8 +59,10 @@ func TestQuickScale(t *testing.T) {
 		kinds[l.Kind] = true
 	}
 	assert.Equal(t, map[string]bool{"all": true, "mutex": true, "read": true, "write": true, "permit": true}, kinds, "every kind in the mixed run")
-	assert.InDelta(t, 2, rs[1].Writes, 1e-9, "zklock mutex: 2 writes per acquisition")
-	assert.InDelta(t, 2, rs[2].Writes, 1e-9, "zk.Lock: 2 writes per acquisition")
+	for _, r := range rs[1:] {
+		assert.InDelta(t, 2, r.Writes, 1e-9, "%s %s at %g/s: 2 writes per acquisition", r.Name, r.Lib, r.Offered)
+	}
+	assert.Equal(t, []string{libZklock, libZklockNoOwn, libZkLock}, []string{rs[1].Lib, rs[2].Lib, rs[3].Lib})
 
 	written, err := os.ReadFile(doc)
 	require.NoError(t, err)
@@ -68,7 +70,7 @@ func TestQuickScale(t *testing.T) {
 		assert.Contains(t, out.String(), " "+row.label+" ", "row %q", row.label)
 		assert.Contains(t, string(written), row.label, "row %q in the document", row.label)
 	}
-	for _, k := range []string{" mutex ", " read ", " write ", " permit ", " zk.Lock "} {
+	for _, k := range []string{" mutex ", " read ", " write ", " permit ", " zk.Lock ", " zklock-noown ", "knee sweep", "knee (the highest"} {
 		assert.Contains(t, out.String(), k)
 	}
 }
@@ -90,4 +92,36 @@ func TestPurePrimitives(t *testing.T) {
 	}
 	require.Equal(t, map[primitive]int{primMutex: 800, primRW: 100, primSemaphore: 100}, count)
 	require.Equal(t, []primitive{primMutex, primRW, primSemaphore}, []primitive{primitiveOf(0, false), primitiveOf(1, false), primitiveOf(2, false)})
+}
+
+func TestPureSweepFlags(t *testing.T) {
+	cfg := parseFlags([]string{"-sweep", "600, 800,1000"})
+	assert.Equal(t, []float64{600, 800, 1000}, cfg.sweep)
+	assert.Empty(t, parseFlags([]string{"-sweep", ""}).sweep)
+	assert.Equal(t, []float64{100, 200}, parseFlags([]string{"-quick"}).sweep)
+	_, err := parseSweep("600,x")
+	assert.Error(t, err)
+	// 1000 sessions offering 1000/s think 1 s less the hold.
+	assert.Equal(t, 995*time.Millisecond, thinkFor(1000, 1000, 5*time.Millisecond))
+}
+
+func TestPureKnee(t *testing.T) {
+	run := func(lib string, offered, served, p99 float64, timeouts int64) result {
+		r := result{runSpec: runSpec{Name: "sweep", Lib: lib, Offered: offered}, Latencies: []latencies{{Kind: "all", AcqPerS: served, WaitP99: p99}}}
+		r.Timeouts = timeouts
+		return r
+	}
+	rs := []result{
+		run(libZklock, 600, 598, 20, 0), run(libZkLock, 600, 599, 18, 0),
+		run(libZklock, 800, 790, 90, 0), run(libZkLock, 800, 797, 150, 0),
+		run(libZklock, 1000, 900, 2500, 0), run(libZkLock, 1000, 960, 80, 3),
+	}
+	k, ok := knee(rs, libZklock, 100*time.Millisecond)
+	require.True(t, ok)
+	assert.Equal(t, 800.0, k.Offered)
+	k, ok = knee(rs, libZkLock, 100*time.Millisecond)
+	require.True(t, ok)
+	assert.Equal(t, 600.0, k.Offered, "a p99 over the bound, or a timeout, is past the knee")
+	_, ok = knee(rs, libZklockNoOwn, 100*time.Millisecond)
+	assert.False(t, ok)
 }

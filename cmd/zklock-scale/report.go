@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // costRow is one row of the costs table: a figure of every run.
@@ -45,8 +48,11 @@ var costRows = []costRow{
 func printReport(w io.Writer, cfg config, rs []result) {
 	fmt.Fprintf(w, "zklock-scale: %d voters + %d observer (forceSync on), %d sessions in %d processes, each on one server, round-robin;\n",
 		cfg.voters, cfg.observers, cfg.sessions, cfg.procs)
-	fmt.Fprintf(w, "%d paths, Zipf s=%g v=%g; think %v (exponential), hold %v, acquire timeout %v; wait = call to grant\n\n",
+	fmt.Fprintf(w, "%d paths, Zipf s=%g v=%g; think %v (exponential), hold %v, acquire timeout %v; wait = call to grant;\n",
 		cfg.paths, cfg.zipfS, cfg.zipfV, cfg.think, cfg.hold, cfg.acquireTimeout)
+	fmt.Fprintf(w, "%s is zklock with WithOwnNodeWatch(false)\n\n", libZklockNoOwn)
+	sweep := slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.Offered == 0 })
+	rs = slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.Offered > 0 })
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\tlib\tkind\tacquisitions\tacq/s\twait p50 ms\tp99 ms\tp99.9 ms\thand-offs\thand-off p50 ms\tp99 ms\t")
 	for _, r := range rs {
@@ -74,6 +80,55 @@ func printReport(w io.Writer, cfg config, rs []result) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
+	if len(sweep) > 0 {
+		fmt.Fprintln(w)
+		printSweep(w, cfg, sweep)
+	}
+}
+
+// printSweep writes the knee sweep: a row per load and library, then each
+// library's knee.
+func printSweep(w io.Writer, cfg config, rs []result) {
+	fmt.Fprintf(w, "knee sweep: mutexes only, %v a load and library, think = sessions / load - hold\n", cfg.sweepDuration)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "offered/s\tlib\tacq/s\twait p50 ms\tp99 ms\tp99.9 ms\ttimeouts\treads/acq\twatch events/acq\tclient CPU µs/acq\t")
+	for _, r := range rs {
+		l := r.Latencies[0]
+		fmt.Fprintf(tw, "%g\t%s\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%.2f\t%.2f\t%.0f\t\n", r.Offered, r.Lib,
+			l.AcqPerS, l.WaitP50, l.WaitP99, l.WaitP999, r.Timeouts, r.Reads, r.WatchEvents, r.ClientCPUus)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nknee (the highest load served with wait p99 <= %v and no timeout):\n", cfg.kneeP99)
+	tw = tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	for _, lib := range sweepLibs {
+		k, ok := knee(rs, lib, cfg.kneeP99)
+		switch {
+		case !ok:
+			fmt.Fprintf(tw, "%s\tnone of the loads\t\n", lib)
+		case k.Offered == slices.MaxFunc(rs, func(a, b result) int { return cmp.Compare(a.Offered, b.Offered) }).Offered:
+			fmt.Fprintf(tw, "%s\t%.0f/s (offered %g/s: the highest load swept; the knee is beyond)\t\n", lib, k.Latencies[0].AcqPerS, k.Offered)
+		default:
+			fmt.Fprintf(tw, "%s\t%.0f/s (offered %g/s)\t\n", lib, k.Latencies[0].AcqPerS, k.Offered)
+		}
+	}
+	tw.Flush()
+}
+
+// knee is lib's run that served the most acquisitions a second with a p99
+// wait within bound and no timeout.
+func knee(rs []result, lib string, bound time.Duration) (result, bool) {
+	var best result
+	found := false
+	for _, r := range rs {
+		l := r.Latencies[0]
+		if r.Lib != lib || r.Timeouts > 0 || l.WaitP99 > float64(bound)/float64(time.Millisecond) {
+			continue
+		}
+		if !found || l.AcqPerS > best.Latencies[0].AcqPerS {
+			best, found = r, true
+		}
+	}
+	return best, found
 }
 
 // writeJSON prints one JSON object per run.

@@ -17,7 +17,9 @@ type runSpec struct {
 	Name      string        `json:"run"`
 	Lib       string        `json:"lib"`
 	MutexOnly bool          `json:"mutex_only"`
+	Offered   float64       `json:"offered_per_s,omitempty"` // a run of the knee sweep: the load offered
 	Duration  time.Duration `json:"-"`
+	Think     time.Duration `json:"-"` // the mean think time, when not the configuration's
 }
 
 // measured is what one run's workers and servers reported, before the
@@ -136,12 +138,22 @@ func (m *measured) measure(ctx context.Context, cfg config, c *zktest.Cluster, w
 	return err
 }
 
-// runAll runs the mixed run, then the mutex-only pair, on one ensemble.
+// sweepLibs are the locks of the knee sweep, in the order each load runs them.
+var sweepLibs = []string{libZklock, libZklockNoOwn, libZkLock}
+
+// runAll runs the mixed run, then the mutex-only runs of each library at the
+// configured load, then the knee sweep (every library at one load before the
+// next load), on one ensemble.
 func runAll(ctx context.Context, cfg config, c *zktest.Cluster, progress func(string)) ([]measured, error) {
-	specs := []runSpec{
-		{Name: "mixed", Lib: libZklock, Duration: cfg.duration},
-		{Name: "mutex", Lib: libZklock, MutexOnly: true, Duration: cfg.compareDuration},
-		{Name: "mutex", Lib: libZkLock, MutexOnly: true, Duration: cfg.compareDuration},
+	specs := []runSpec{{Name: "mixed", Lib: libZklock, Duration: cfg.duration}}
+	for _, lib := range sweepLibs {
+		specs = append(specs, runSpec{Name: "mutex", Lib: lib, MutexOnly: true, Duration: cfg.compareDuration})
+	}
+	for _, load := range cfg.sweep {
+		for _, lib := range sweepLibs {
+			specs = append(specs, runSpec{Name: "sweep", Lib: lib, MutexOnly: true, Offered: load,
+				Duration: cfg.sweepDuration, Think: thinkFor(load, cfg.sessions, cfg.hold)})
+		}
 	}
 	specs = slices.DeleteFunc(specs, func(s runSpec) bool { return s.Duration <= 0 })
 	if len(specs) == 0 {
@@ -149,7 +161,11 @@ func runAll(ctx context.Context, cfg config, c *zktest.Cluster, progress func(st
 	}
 	var out []measured
 	for i, s := range specs {
-		progress(fmt.Sprintf("%s run with %s: %d sessions in %d processes for %v", s.Name, s.Lib, cfg.sessions, cfg.procs, s.Duration))
+		what := fmt.Sprintf("%s run with %s", s.Name, s.Lib)
+		if s.Offered > 0 {
+			what += fmt.Sprintf(" at %g/s offered", s.Offered)
+		}
+		progress(fmt.Sprintf("%s: %d sessions in %d processes for %v", what, cfg.sessions, cfg.procs, s.Duration))
 		m, err := runOnce(ctx, cfg, c, s, i)
 		if err != nil {
 			return out, fmt.Errorf("%s run with %s: %w", s.Name, s.Lib, err)

@@ -14,8 +14,9 @@ import (
 
 // The libraries a run can measure.
 const (
-	libZklock = "zklock"
-	libZkLock = "zk.Lock" // go-zookeeper's recipe: mutexes only
+	libZklock      = "zklock"
+	libZklockNoOwn = "zklock-noown" // zklock with WithOwnNodeWatch(false)
+	libZkLock      = "zk.Lock"      // go-zookeeper's recipe: mutexes only
 )
 
 // session is one client session on one server and the locks it takes.
@@ -29,10 +30,11 @@ type session interface {
 // connectSession opens one session of lib on the single server addr.
 func connectSession(ctx context.Context, wc workerConfig, addr string) (session, error) {
 	switch wc.Lib {
-	case libZklock:
+	case libZklock, libZklockNoOwn:
 		c, err := zklock.Connect(ctx, []string{addr},
 			zklock.WithSessionTimeout(wc.SessionTimeout),
-			zklock.WithCleanupDelay(0)) // the paths are reused: keep them
+			zklock.WithCleanupDelay(0), // the paths are reused: keep them
+			zklock.WithOwnNodeWatch(wc.Lib == libZklock))
 		if err != nil {
 			return nil, err
 		}
