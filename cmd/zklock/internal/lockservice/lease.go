@@ -12,25 +12,33 @@ package lockservice
 //   - it counts the TTL from when a keep-alive arrives, after it was sent,
 //     and only when the TTL has passed does it delete the lease's lock
 //     nodes; nobody else can be granted them before they are deleted;
-//   - it acknowledges a keep-alive (or a grant) that arrived at a only with
-//     a proof of contact: a ZooKeeper round trip (a sync) sent at p no
-//     earlier than a - (0.75 T - TTL), T the session timeout. The server
-//     heard of the session after p, so it cannot expire it before p + T,
-//     and the service's client gives its locks up (and may delete their
-//     nodes) no sooner than p + 0.8 T; the caller's deadline is before
-//     a + TTL <= p + 0.75 T: if the service's session is cut off right
-//     after an acknowledgement, the caller stops before anyone else can be
-//     granted. One sync serves every keep-alive that arrives while it is
-//     fresh. (Being in "connected" state is no proof: go-zookeeper notices
-//     a silent server only after 2/3 T, and pings only every T/3.) A TTL
-//     is at most T/3, so that a proof stays fresh for at least 0.4 T.
+//   - it acknowledges a keep-alive (or a grant) that arrived at a only
+//     while the service's client trusts every lock the lease holds until
+//     at least a + TTL (zklock.Lease.Deadline: 80 % of the session timeout
+//     T after ZooKeeper's leader last confirmed the session, which is
+//     before the leader could expire it and grant the locks to anyone
+//     else), and a lock taken with the lease is answered only if it is
+//     trusted until the lease's current deadline; the caller's deadline
+//     (its sending plus TTL) comes before. If the service's session is cut
+//     off right after an acknowledgement, the caller stops first.
+//   - it also wants a proof of contact sent no earlier than
+//     a - (0.75 T - TTL) (a sync: one serves every keep-alive that arrives
+//     while it is fresh), so that a keep-alive is refused at once when
+//     ZooKeeper does not answer. (Being in "connected" state is no proof:
+//     go-zookeeper notices a silent server only after 2/3 T, and pings only
+//     every T/3.) A TTL is at most T/3. The client's keep-alive proves the
+//     leader's word about every 0.3 T, so a keep-alive at the longest TTL
+//     may now and then find the word too old and be refused (503); one sent
+//     every third of the TTL finds it fresh in time.
 // What it cannot promise: a lock node deleted by someone else (zklock break)
 // is lost at once; the caller learns it at its next keep-alive.
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -56,6 +64,7 @@ const maxLeaseWait = 5 * time.Minute
 // cancel are guarded by Service.mu.
 type lease struct {
 	id, caller string
+	cred       *credential // the token it was granted with: the lease ends with it
 	ttl        time.Duration
 	ctx        context.Context // ended with the lease: its holdings release
 	cancel     context.CancelFunc
@@ -70,6 +79,7 @@ type lease struct {
 // leaseEnded is why a lease ended: its code and message.
 type leaseEnded struct {
 	caller, code, reason string
+	cred                 *credential
 }
 
 // The codes of a lease's end, answered 410 to every later call with it.
@@ -106,8 +116,15 @@ func (s *Service) leaseGrant(w http.ResponseWriter, r *http.Request, caller stri
 	}
 	s.watchSession()
 	ctx, cancel := context.WithCancel(s.ctx)
-	l := &lease{id: s.instance + "." + newID(), caller: caller, ttl: ttl, ctx: ctx, cancel: cancel, holdings: map[string]*holding{}}
+	cred := credOf(r)
+	l := &lease{id: s.instance + "." + newID(), caller: caller, cred: cred, ttl: ttl, ctx: ctx, cancel: cancel, holdings: map[string]*holding{}}
 	s.mu.Lock()
+	if cred.removed() { // a reload removed the token meanwhile (SetTokens ends its leases under s.mu)
+		s.mu.Unlock()
+		cancel()
+		writeError(w, http.StatusUnauthorized, "unauthorized", "this bearer token was removed from the service's --token-file")
+		return
+	}
 	if s.leasesOf[caller] >= s.cfg.MaxLeases {
 		s.mu.Unlock()
 		cancel()
@@ -162,7 +179,7 @@ func (s *Service) endLeaseLocked(l *lease, code, reason string) {
 	if l.ended != nil {
 		return
 	}
-	l.ended = &leaseEnded{caller: l.caller, code: code, reason: reason}
+	l.ended = &leaseEnded{caller: l.caller, cred: l.cred, code: code, reason: reason}
 	l.timer.Stop()
 	l.cancel()
 	delete(s.leases, l.id)
@@ -225,6 +242,39 @@ func (s *Service) findLease(w http.ResponseWriter, caller, id string) *lease {
 	return nil
 }
 
+// leaseOf returns the lease id a call of route rt names ("" for other
+// routes), reading the body of a POST: for a call the service does not
+// serve (its token was removed, or the service is stopping) but answers
+// with how the lease ended.
+func leaseOf(w http.ResponseWriter, r *http.Request, rt Route) string {
+	switch rt.Path {
+	case "/v1/lease/holdings":
+		return r.URL.Query().Get("lease")
+	case "/v1/lease/keepalive", "/v1/lease/acquire", "/v1/lease/release", "/v1/lease/revoke":
+		var req struct{ Lease string }
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err == nil && json.Unmarshal(body, &req) == nil {
+			return req.Lease
+		}
+	}
+	return ""
+}
+
+// refuseClosing answers a request that arrives while the service stops:
+// a call with one of the caller's leases (all ended by Close) answers 410
+// lease_lost, so that its caller stops at once; anything else 503 closing.
+func (s *Service) refuseClosing(w http.ResponseWriter, r *http.Request, rt Route, caller string) {
+	id := leaseOf(w, r, rt)
+	s.mu.Lock()
+	e := s.endedLeases[id]
+	s.mu.Unlock()
+	if e != nil && e.caller == caller {
+		writeError(w, http.StatusGone, e.code, "lease "+id+" has ended: "+e.reason)
+		return
+	}
+	writeError(w, http.StatusServiceUnavailable, "closing", "the service is stopping")
+}
+
 // leaseID is the shape of every lease id: its service's run, then its own.
 var leaseID = regexp.MustCompile(`^[0-9a-f]{12}\.[0-9a-f]{32}$`)
 
@@ -237,7 +287,7 @@ func (s *Service) leaseKeepAlive(w http.ResponseWriter, r *http.Request, caller 
 		return
 	}
 	l := s.findLease(w, caller, req.Lease)
-	if l == nil || !s.acknowledge(w, r, arrival, l.ttl) {
+	if l == nil || !s.acknowledge(w, r, arrival, l.ttl) || !s.coversTTL(w, r, l, arrival.Add(l.ttl)) {
 		return
 	}
 	s.mu.Lock()
@@ -443,6 +493,18 @@ func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller st
 	tok, _ := zl.Token(ctx)
 	h.described = LeaseHolding{ID: h.id, Path: req.Path, Kind: kind, Node: zl.Node(), Token: tok}
 	s.mu.Lock()
+	until := l.deadline
+	s.mu.Unlock()
+	trustCtx, trustEnd := context.WithTimeout(ctx, readBound)
+	trusted := s.trustedUntil(trustCtx, []*holding{h}, until)
+	trustEnd()
+	if !trusted {
+		s.unregister(h)
+		_ = zl.Release(context.Background())
+		writeError(w, http.StatusServiceUnavailable, "unreachable", "ZooKeeper's leader did not confirm the service's session for as long as the lease's TTL promises: the lock was released; try again")
+		return
+	}
+	s.mu.Lock()
 	if l.ended != nil || ctx.Err() != nil { // the lease ended, or the caller left, as it was granted
 		s.mu.Unlock()
 		s.unregister(h)
@@ -597,6 +659,50 @@ func (s *Service) prove(p *proof) {
 // 0.8 of the session timeout after ZooKeeper last answered; 0.75 leaves
 // room for the client's own clock checks.
 func (s *Service) trusted() time.Duration { return s.cfg.SessionTimeout * 3 / 4 }
+
+// coversTTL reports whether every lock l holds is trusted by the service's
+// client until at least until (the keep-alive's arrival plus the TTL): the
+// client presumes a lock lost, and may delete its node, once its leader's
+// word on the session is too old (Lease.Deadline), which may come before
+// the proof contactSince gives. It waits up to readBound for that word to
+// move, and answers 503 and returns false if it does not.
+func (s *Service) coversTTL(w http.ResponseWriter, r *http.Request, l *lease, until time.Time) bool {
+	ctx, cancel := context.WithTimeout(r.Context(), readBound)
+	defer cancel()
+	s.mu.Lock()
+	hs := make([]*holding, 0, len(l.order))
+	for _, id := range l.order {
+		hs = append(hs, l.holdings[id])
+	}
+	s.mu.Unlock()
+	if s.trustedUntil(ctx, hs, until) {
+		return true
+	}
+	writeError(w, http.StatusServiceUnavailable, "unreachable", "ZooKeeper's leader did not confirm the service's session for the lease's TTL: the lease is not extended; stop before its TTL has passed since your last acknowledged keep-alive was sent")
+	return false
+}
+
+// trustedUntil waits until the client trusts every one of hs that is still
+// held until at least until, or ctx ends (false). A lost holding is left to
+// the answer's list, which says so.
+func (s *Service) trustedUntil(ctx context.Context, hs []*holding, until time.Time) bool {
+	for {
+		short := false
+		for _, h := range hs {
+			if d := h.lease.Deadline(); !d.IsZero() && d.Before(until) && h.lease.Err() == nil {
+				short = true
+			}
+		}
+		if !short {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(25 * time.Millisecond): // the keep-alive proves contact about every 0.3 T
+		}
+	}
+}
 
 // acknowledge reports whether the service may acknowledge, at arrival, a
 // grant or keep-alive of a lease of ttl: a proof of contact sent no earlier
