@@ -39,6 +39,9 @@ func (t *tally) fail(err error) {
 // runSessions runs every session's loop for wc.Duration and returns the
 // worker's report and its records.
 func runSessions(ctx context.Context, wc workerConfig, sessions []session) (workerMsg, []record) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	alloc0 := ms.TotalAlloc
 	cpu0 := benchkit.ProcessCPU()
 	stop := time.Now().Add(wc.Duration)
 	recs := make([][]record, len(sessions))
@@ -58,9 +61,8 @@ func runSessions(ctx context.Context, wc workerConfig, sessions []session) (work
 	for _, t := range tallies {
 		msg.add(t)
 	}
-	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	msg.HeapLive, msg.RSS = ms.HeapAlloc, processRSS()
+	msg.HeapLive, msg.RSS, msg.AllocBytes = ms.HeapAlloc, processRSS(), ms.TotalAlloc-alloc0
 	return msg, slices.Concat(recs...)
 }
 

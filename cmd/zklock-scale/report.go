@@ -38,6 +38,8 @@ var costRows = []costRow{
 	{"client CPU ms/s per session", func(r result) string { return f2(r.ClientCPUmsPerS) }},
 	{"client RSS KB/session", func(r result) string { return f0(r.ClientRSSKB) }},
 	{"client heap KB/session", func(r result) string { return f0(r.ClientHeapKB) }},
+	{"client RSS KB/session, connected", func(r result) string { return f0(r.ClientReadyRSSKB) }},
+	{"client bytes allocated/acq", func(r result) string { return f0(r.ClientAllocB) }},
 	{"server CPU µs/acq (all JVMs)", func(r result) string { return f0(r.ServerCPUus) }},
 	{"server CPU cores (all JVMs)", func(r result) string { return f2(r.ServerCores) }},
 	{"server RSS MB (all JVMs, end)", func(r result) string { return f0(r.ServerRSSMB) }},

@@ -28,6 +28,8 @@ type result struct {
 	ClientCPUmsPerS   float64 `json:"client_cpu_ms_per_s_per_session"`
 	ClientRSSKB       float64 `json:"client_rss_kb_per_session"`
 	ClientHeapKB      float64 `json:"client_heap_kb_per_session"`
+	ClientReadyRSSKB  float64 `json:"client_ready_rss_kb_per_session"` // connected, before the loop
+	ClientAllocB      float64 `json:"client_alloc_bytes_per_acq"`
 	ServerCPUus       float64 `json:"server_cpu_us_per_acq"`
 	ServerCores       float64 `json:"server_cpu_cores"`
 	ServerRSSMB       float64 `json:"server_rss_mb"`
@@ -40,12 +42,14 @@ func derive(m measured, permits int) result {
 	r := result{runSpec: m.spec, Sessions: m.sessions, Procs: len(m.procs), Seconds: window.Seconds()}
 	r.Latencies = summarise(m.recs, window)
 	var cpu time.Duration
-	var rss, heap uint64
+	var rss, heap, ready, alloc uint64
 	for _, p := range m.procs {
 		r.add(p.tally)
 		cpu += time.Duration(p.CPUNs)
 		rss += p.RSS
 		heap += p.HeapLive
+		ready += p.ReadyRSS
+		alloc += p.AllocBytes
 	}
 	v := checkExclusion(m.recs, permits)
 	r.Violations = len(v)
@@ -63,6 +67,7 @@ func derive(m measured, permits int) result {
 	r.ClientCPUus = float64(cpu.Microseconds()) / n
 	r.ClientCPUmsPerS = float64(cpu.Microseconds()) / 1000 / window.Seconds() / s
 	r.ClientRSSKB, r.ClientHeapKB = float64(rss)/1024/s, float64(heap)/1024/s
+	r.ClientReadyRSSKB, r.ClientAllocB = float64(ready)/1024/s, float64(alloc)/n
 	srvCPU := m.after.totalCPU() - m.before.totalCPU()
 	r.ServerCPUus = float64(srvCPU.Microseconds()) / n
 	r.ServerCores = srvCPU.Seconds() / window.Seconds()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -40,9 +41,11 @@ type workerMsg struct {
 	Phase    string `json:"phase"`
 	Sessions int    `json:"sessions"`
 	tally
-	CPUNs    int64  `json:"cpu_ns"`    // during the measured loop
-	RSS      uint64 `json:"rss_bytes"` // at the end of the loop
-	HeapLive uint64 `json:"heap_bytes"`
+	CPUNs      int64  `json:"cpu_ns"`    // during the measured loop
+	RSS        uint64 `json:"rss_bytes"` // at the end of the loop
+	HeapLive   uint64 `json:"heap_bytes"`
+	ReadyRSS   uint64 `json:"ready_rss_bytes"` // once connected, before the loop
+	AllocBytes uint64 `json:"alloc_bytes"`     // allocated during the loop
 }
 
 // workerBound is how long a worker may live beyond its run and its connects.
@@ -77,13 +80,16 @@ func worker(ctx context.Context) error {
 		return err
 	}
 	enc := json.NewEncoder(os.Stdout)
-	if err := enc.Encode(workerMsg{Phase: "ready", Sessions: len(sessions)}); err != nil {
+	runtime.GC() // what connecting left behind is not the sessions' own
+	readyRSS := processRSS()
+	if err := enc.Encode(workerMsg{Phase: "ready", Sessions: len(sessions), ReadyRSS: readyRSS}); err != nil {
 		return err
 	}
 	if err := expectLine(ctx, lines, "go"); err != nil {
 		return err
 	}
 	msg, recs := runSessions(ctx, wc, sessions)
+	msg.ReadyRSS = readyRSS
 	if err := writeRecords(wc.Out, recs); err != nil {
 		return err
 	}
