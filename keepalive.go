@@ -100,10 +100,13 @@ func (k *keepAlive) run() {
 
 // next says whether to send a sync now, or how long to wait before asking
 // again. While the loss deadline is more than half a proof gap away, a sync
-// goes a gap after the previous one was answered, so that it proves that
-// one: one sync per gap and round trip, whatever else the connection
-// answers. Nearer the deadline (at the first grant after a quiet spell, or
-// after slow answers), a sync goes as soon as it proves anything.
+// goes half a gap after the previous one was answered, so that each proves
+// the one before the previous: the leader's word is then at most about one
+// and a half gaps and four round trips old (0.45 T), and a stall of the
+// servers shorter than about a third of T ends no lease; one sync a gap
+// would prove the previous one but let the word grow 0.6 T old. Nearer the
+// deadline (at the first grant after a quiet spell, or after slow answers),
+// a sync goes as soon as it proves anything.
 func (k *keepAlive) next(last time.Time) (time.Duration, bool) {
 	gap := k.gap()
 	due, ok := k.wire.ProofDue()
@@ -111,7 +114,7 @@ func (k *keepAlive) next(last time.Time) (time.Duration, bool) {
 		return gap / 4, false // no connection or nothing answered yet
 	}
 	if k.until() > gap/2 {
-		due = maxTime(due, last.Add(gap))
+		due = maxTime(due, last.Add(gap/2))
 	}
 	if wait := time.Until(due); wait > 0 {
 		return wait, false
