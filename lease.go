@@ -31,7 +31,7 @@ type Lease struct {
 	since   time.Time                                   // granted
 	unkeep  func()                                      // ends the keep-alive's demand (keepalive.go)
 
-	presumed    chan struct{} // closed when the connection dropped and there is no wire clock
+	presumed    chan struct{} // closed when the connection dropped and there is no wire clock; nil with one
 	presumeOnce sync.Once
 
 	revoke chan struct{} // closed when someone asks the holder to release (revoke.go), under mu
@@ -75,7 +75,10 @@ func newLease(q *queueNode) *Lease { return newLeaseSince(q, time.Now()) }
 // from the writer's grant).
 func newLeaseSince(q *queueNode, since time.Time) *Lease {
 	c := q.c
-	l := &Lease{c: c, q: q, since: since, presumed: make(chan struct{}), revoke: make(chan struct{}), done: make(chan struct{}), dataWatch: newDataWatch(q.listWatched)}
+	l := &Lease{c: c, q: q, since: since, revoke: make(chan struct{}), done: make(chan struct{}), dataWatch: newDataWatch(q.listWatched)}
+	if c.wire == nil { // with the wire clock, nothing closes it: a lease of Connect's does without
+		l.presumed = make(chan struct{})
+	}
 	if !c.register(l) {
 		return nil
 	}
@@ -167,7 +170,11 @@ func (l *Lease) Err() error {
 
 // presumeLost is called from the event goroutine when the connection dropped
 // and there is no wire clock; it must not block.
-func (l *Lease) presumeLost() { l.presumeOnce.Do(func() { close(l.presumed) }) }
+func (l *Lease) presumeLost() {
+	if l.presumed != nil {
+		l.presumeOnce.Do(func() { close(l.presumed) })
+	}
+}
 
 // Release gives the lock up: it deletes the node and closes Done. A second
 // Release returns ErrNotHeld. Releasing a lease that was lost returns its loss
