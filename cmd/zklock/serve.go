@@ -53,7 +53,23 @@ header (not in --allow-origin) is refused, and on TCP so is one whose Host
 is not an IP address, localhost or an --allow-host name (DNS rebinding).
 
 The first line on stdout is "listening on http://ADDR" (or "unix:PATH").
-SIGINT or SIGTERM releases every lock, ends every stream and exits 0.
+
+SIGHUP reloads --token-file (without it, SIGHUP is not caught). A token
+added is accepted at once. A token removed (or given another name) ends
+what was taken with it: each stream holding a lock ends with "lost" (the
+reason says the token was removed) before the lock is released, each
+waiting stream with "failed", each watch; each lease ends at once (its next
+keep-alive or release answers 410 lease_lost, saying the token was
+removed) and its locks are released at its deadline, at most its TTL
+later. A file that cannot be read or parsed, or whose mode is not 600,
+keeps the tokens read before; stderr says why.
+
+SIGINT or SIGTERM ends every stream with "released" (its lock released) and
+every lease (its next call answers 410 lease_lost), and exits 0 once the
+leases' locks are released at their deadlines: within 5s plus the longest
+TTL (a third of --session-timeout), since a lease's caller may work until
+its deadline. A second SIGINT or SIGTERM exits at once, ending the leases'
+locks with the session before their callers' deadlines.
 
 Exit status:
 
@@ -69,7 +85,7 @@ Exit status:
 		fs.Duration("heartbeat", lockservice.DefaultHeartbeat, "write a heartbeat line on every stream this often (a `duration`), inside every client's and proxy's idle timeout")
 		fs.String("allow-host", "", "comma-separated host `names` accepted in the Host header besides IP addresses and localhost (the name a proxy or callers use)")
 		fs.String("allow-origin", "", "comma-separated `origins` (https://app.example) whose web pages may call the service; others are refused")
-		fs.String("token-file", "", "`file` of bearer tokens callers must send, one a line: 'name token' (or just the token); mode 600")
+		fs.String("token-file", "", "`file` of bearer tokens callers must send, one a line: 'name token' (or just the token); mode 600; SIGHUP reloads it")
 		fs.String("prefix", "/", "refuse lock and election paths outside this `path`")
 		fs.Int("max-holds", lockservice.DefaultMaxHolds, "most locks one caller (one token's name) may hold or wait for at once (`N`)")
 		fs.Int("max-leases", lockservice.DefaultMaxLeases, "most leases one caller may have at once (`N`); their locks count against --max-holds")
@@ -131,7 +147,7 @@ func runServe(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "serve", "%v", err)
 	}
-	return serveUntilSignal(ln, svc, stdout, stderr)
+	return serveUntilSignal(ln, svc, serveStop{tokenFile: flagValue[string](fs, "token-file"), leaseDrain: cfg.SessionTimeout / 3}, stdout, stderr)
 }
 
 // serveListen opens the listener the flags ask for; nil and the exit code
@@ -162,12 +178,34 @@ func serveListen(fs *flag.FlagSet, tokens bool, stderr io.Writer) (net.Listener,
 	return ln, exitOK
 }
 
-// serveUntilSignal serves on ln until SIGINT or SIGTERM, then ends every
-// stream (releasing its lock) and stops, within about 5s.
-func serveUntilSignal(ln net.Listener, svc *lockservice.Service, stdout, stderr io.Writer) int {
-	sigs := make(chan os.Signal, 1)
+// shutdownBound is how long stopping takes at most besides the leases:
+// every stream ends and its lock is released (one ZooKeeper round trip
+// each).
+const shutdownBound = 5 * time.Second
+
+// serveStop is what serveUntilSignal does on signals: the token file that
+// SIGHUP reloads ("" for none: SIGHUP is then not caught), and the longest
+// TTL a lease may have, which stopping waits for at most.
+type serveStop struct {
+	tokenFile  string
+	leaseDrain time.Duration
+}
+
+// serveUntilSignal serves on ln until SIGINT or SIGTERM, reloading the
+// token file on SIGHUP. On the stop signal it ends every stream (releasing
+// its lock) and every lease (whose locks are released at its deadline, so
+// that its caller, by its rule, has stopped by then), and stops within
+// shutdownBound plus the longest lease TTL; a second SIGINT or SIGTERM
+// stops at once.
+func serveUntilSignal(ln net.Listener, svc *lockservice.Service, st serveStop, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	hups := make(chan os.Signal, 1)
+	if st.tokenFile != "" {
+		signal.Notify(hups, syscall.SIGHUP)
+		defer signal.Stop(hups)
+	}
 	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, ConnContext: peerContext}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -177,18 +215,54 @@ func serveUntilSignal(ln net.Listener, svc *lockservice.Service, stdout, stderr 
 		fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 	}
 	code := exitOK
-	select {
-	case <-sigs:
-	case err := <-served:
-		code = fail(stderr, exitFailure, "serving stopped: %v", err)
+serving:
+	for {
+		select {
+		case <-hups:
+			reloadTokens(svc, st.tokenFile, stderr)
+		case <-sigs:
+			break serving
+		case err := <-served:
+			code = fail(stderr, exitFailure, "serving stopped: %v", err)
+			break serving
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownBound+st.leaseDrain)
 	defer cancel()
-	_ = svc.Close(ctx)
+	closed := make(chan error, 1)
+	go func() { closed <- svc.Close(ctx) }()
+	select {
+	case <-closed:
+	case <-sigs:
+		fmt.Fprintf(stderr, "zklock: stopping at once: leases' locks end with the session, before their callers' deadlines\n")
+		cancel()
+		<-closed
+	}
 	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		_ = srv.Close()
 	}
 	return code
+}
+
+// reloadTokens reads the token file again (SIGHUP) and gives the service
+// its tokens; a file that cannot be read keeps the old ones. It says on
+// stderr what it did.
+func reloadTokens(svc *lockservice.Service, file string, stderr io.Writer) {
+	tokens, msg := readTokens(file)
+	if msg != "" {
+		fmt.Fprintf(stderr, "zklock: SIGHUP: not reloaded, the tokens read before still hold: %s\n", msg)
+		return
+	}
+	ch, err := svc.SetTokens(tokens)
+	if err != nil {
+		fmt.Fprintf(stderr, "zklock: SIGHUP: not reloaded: %v\n", err)
+		return
+	}
+	ended := ""
+	if ch.Removed > 0 {
+		ended = "; what the removed ones held has ended"
+	}
+	fmt.Fprintf(stderr, "zklock: SIGHUP: reloaded --token-file %s: %d tokens, %d added, %d removed%s\n", file, ch.Tokens, ch.Added, ch.Removed, ended)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -22,8 +22,9 @@ type grant struct {
 	path, owner string
 	timeout     time.Duration
 	exclusive   bool
-	try         bool   // answer at once: the status says whether it was granted
-	event       string // "granted" or "elected"
+	try         bool        // answer at once: the status says whether it was granted
+	event       string      // "granted" or "elected"
+	cred        *credential // the caller's: a reload that removes it ends the stream
 	take        func(ctx context.Context) (*zklock.Lease, error)
 }
 
@@ -47,7 +48,7 @@ func (s *Service) acquire(w http.ResponseWriter, r *http.Request, caller string)
 		take = lock.TryAcquire
 	}
 	owner := ownerName(r, caller, req.Owner, req.Host, req.PID)
-	s.hold(w, r, caller, grant{path: req.Path, owner: owner, timeout: timeout, exclusive: exclusive, try: req.Try, event: "granted", take: take})
+	s.hold(w, r, caller, grant{path: req.Path, owner: owner, timeout: timeout, exclusive: exclusive, try: req.Try, event: "granted", take: take, cred: credOf(r)})
 }
 
 // locker builds the primitive a request asks for; exclusive: it holds alone.
@@ -126,7 +127,7 @@ func (s *Service) campaign(w http.ResponseWriter, r *http.Request, caller string
 		return ld.Lease(), nil
 	}
 	owner := ownerName(r, caller, req.Owner, req.Host, req.PID)
-	s.hold(w, r, caller, grant{path: req.Path, owner: owner, timeout: timeout, exclusive: true, event: "elected", take: take})
+	s.hold(w, r, caller, grant{path: req.Path, owner: owner, timeout: timeout, exclusive: true, event: "elected", take: take, cred: credOf(r)})
 }
 
 // hold takes the lock for the caller and streams its holding until the
@@ -166,6 +167,7 @@ func (s *Service) hold(w http.ResponseWriter, r *http.Request, caller string, g 
 		}
 	}
 	h := newHolding(id, caller, g.path, g.exclusive, lease)
+	h.cred = g.cred
 	if !s.admit(ctx, h) {
 		_ = lease.Release(context.Background()) // bounded by the loss, 0.8 T
 		return
@@ -224,6 +226,13 @@ func (s *Service) waitFor(ctx, wait context.Context, w http.ResponseWriter, id s
 				}
 				return nil
 			}
+		case <-g.cred.ctx.Done(): // a reload removed the caller's token: give up the wait
+			gone()
+			if res := <-done; res.err == nil {
+				_ = res.lease.Release(context.Background())
+			}
+			s.emit(w, Event{Event: "failed", ID: id, Path: g.path, Code: "failed", Reason: errTokenRemoved.Error()})
+			return nil
 		}
 	}
 }
@@ -261,6 +270,15 @@ wait:
 				s.endedBy(h)
 				return
 			}
+		case <-h.cred.ctx.Done():
+			// A reload removed the caller's token: the stream says the loss
+			// before the lock is released, so before anyone else can be
+			// granted it.
+			h.endErr = errTokenRemoved
+			s.emit(w, Event{Event: "lost", ID: h.id, Path: h.path, Reason: errTokenRemoved.Error() + "; the lock is released"})
+			_ = s.releaseLease(h)
+			s.endedBy(h)
+			return
 		}
 	}
 	s.endedBy(h)

@@ -16,6 +16,7 @@ type holding struct {
 	id, caller, path string
 	exclusive        bool // holds alone: a mutex, a writer, a leader
 	lease            *zklock.Lease
+	cred             *credential // a stream's: the holding ends with it (a lease's holding ends with its lease)
 
 	releaseOnce sync.Once
 	release     chan struct{} // closed by POST /v1/lock/release

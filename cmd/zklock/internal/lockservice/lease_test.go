@@ -3,6 +3,7 @@ package lockservice_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -227,8 +228,13 @@ func TestLeaseServiceRestarted(t *testing.T) {
 		require.Contains(t, string(body), `"code":"lease_lost"`)
 		require.Contains(t, string(body), "restarted")
 	}
-	// The stopped one says why, too.
-	require.Equal(t, "closing", first.errorCode(t, http.StatusServiceUnavailable, "POST", "/v1/lease/keepalive", lockservice.LeaseRequest{Lease: id}))
+	// The stopped one says why, too: the lease is lost (it ended with the
+	// service's stop), anything else is refused.
+	code, body := first.call(t, "POST", "/v1/lease/keepalive", lockservice.LeaseRequest{Lease: id})
+	require.Equal(t, http.StatusGone, code, string(body))
+	require.Contains(t, string(body), `"code":"lease_lost"`)
+	require.Contains(t, string(body), "the service is stopping")
+	require.Equal(t, "closing", first.errorCode(t, http.StatusServiceUnavailable, "POST", "/v1/lease/grant", lockservice.LeaseGrantRequest{TTL: "1s"}))
 }
 
 // TestLeaseSessionCut: the service's ZooKeeper connection stalls while a
@@ -302,4 +308,96 @@ func TestLeaseSessionCut(t *testing.T) {
 	t.Logf("granted at +%v", at.Sub(stalled))
 	require.True(t, at.After(deadline), "granted %v before the caller's deadline", deadline.Sub(at))
 	t.Logf("the waiter was granted %v after the caller's deadline", at.Sub(deadline))
+}
+
+// TestLeaseLongestTTLKeptAlive: at the longest TTL (a third of the session
+// timeout), a lease kept alive every third of its TTL keeps its lock for
+// three session timeouts. A keep-alive is acknowledged only while the
+// service's client trusts the lock until its arrival plus the TTL
+// (Lease.Deadline): the leader's word it counts from may be older than the
+// service's own proof, so some keep-alives may be refused (503); never so
+// many in a row that the caller's rule would end the lease.
+func TestLeaseLongestTTLKeptAlive(t *testing.T) {
+	s := serve(t, lockservice.Config{SessionTimeout: leaseSession})
+	p := lockPath(t)
+	ttl := leaseSession / 3
+	id := s.grantLease(t, ttl.String())
+	held := s.leaseLock(t, lockservice.LeaseAcquireRequest{Lease: id, Path: p, Try: true})
+	lastAck, acked, refused := time.Now(), 0, 0
+	for end := time.Now().Add(3 * leaseSession); time.Now().Before(end); {
+		sent := time.Now()
+		code, body := s.call(t, "POST", "/v1/lease/keepalive", lockservice.LeaseRequest{Lease: id})
+		switch code {
+		case http.StatusOK:
+			acked++
+			lastAck = sent
+		case http.StatusServiceUnavailable:
+			refused++
+		default:
+			t.Fatalf("keep-alive answered %d: %s", code, body)
+		}
+		require.Less(t, time.Since(lastAck), ttl, "no keep-alive acknowledged within the TTL: the caller must stop")
+		time.Sleep(ttl / 3) // the duration measured: keep-alives at a third of the TTL
+	}
+	t.Logf("ttl %v: %d keep-alives acknowledged, %d refused", ttl, acked, refused)
+	require.Equal(t, held.Node, waitQueue(t, s.client, p, 1)[0].Node, "held throughout")
+}
+
+// TestSetTokens: a reload that removes a token ends what was taken with it
+// and nothing else: its holding stream says "lost", its waiting stream
+// "failed", its watch ends, its lease answers 410 lease_lost; the same
+// caller's other token (a rotation) keeps its stream. A removed token is
+// refused (401), an added one accepted.
+func TestSetTokens(t *testing.T) {
+	s := serve(t, lockservice.Config{SessionTimeout: leaseSession, Heartbeat: 100 * time.Millisecond, Tokens: map[string]string{"old": "alice", "new": "alice", "b": "bob"}})
+	as := func(tok string) *served { c := *s; c.token = tok; return &c }
+	old, nw, bob := as("old"), as("new"), as("b")
+	held, other := lockPath(t), lockPath(t)
+
+	holding := old.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: held})
+	require.Equal(t, "granted", holding.next(t).Event)
+	waiting := old.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: held})
+	require.Equal(t, http.StatusOK, waiting.status(t))
+	rotated := nw.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: other})
+	require.Equal(t, "granted", rotated.next(t).Event)
+	watch := old.do(t, "GET", "/v1/election/watch?path="+other, nil)
+	defer watch.Body.Close()
+	require.Equal(t, http.StatusOK, watch.StatusCode)
+	lease := old.grantLease(t, "2s")
+	waitQueue(t, s.client, held, 2)
+
+	_, err := s.svc.SetTokens(nil)
+	require.Error(t, err)
+	ch, err := s.svc.SetTokens(map[string]string{"new": "alice", "b": "bob", "c": "carol"})
+	require.NoError(t, err)
+	require.Equal(t, lockservice.TokenChange{Tokens: 3, Added: 1, Removed: 1}, ch)
+
+	lost := holding.next(t)
+	require.Equal(t, "lost", lost.Event)
+	require.Contains(t, lost.Reason, "token was removed")
+	failed := waiting.next(t)
+	require.Equal(t, "failed", failed.Event)
+	require.Equal(t, "failed", failed.Code)
+	require.Contains(t, failed.Reason, "token was removed")
+	holding.ended(t)
+	waiting.ended(t)
+	rest, err := io.ReadAll(watch.Body) // ends
+	require.NoError(t, err)
+	require.Contains(t, string(rest), ": the caller's token was removed")
+	waitQueue(t, s.client, held, 0)
+
+	code, body := old.call(t, "POST", "/v1/lease/keepalive", lockservice.LeaseRequest{Lease: lease})
+	require.Equal(t, http.StatusGone, code, string(body))
+	require.Contains(t, string(body), `"code":"lease_lost"`)
+	require.Contains(t, string(body), "token was removed")
+	require.Equal(t, "unauthorized", old.errorCode(t, http.StatusUnauthorized, "POST", "/v1/lease/grant", lockservice.LeaseGrantRequest{TTL: "1s"}))
+	require.Equal(t, "unauthorized", old.errorCode(t, http.StatusUnauthorized, "POST", "/v1/lease/keepalive", lockservice.LeaseRequest{Lease: "nope"}))
+	carol := as("c").grantLease(t, "1s")
+	require.Equal(t, "not_found", bob.errorCode(t, http.StatusNotFound, "POST", "/v1/lease/keepalive", lockservice.LeaseRequest{Lease: carol}))
+
+	// The rotated token's stream holds on.
+	require.Equal(t, "heartbeat", rotated.nextAny(t).Event)
+	code, body = nw.call(t, "GET", "/v1/lock/status?path="+other, nil)
+	require.Equal(t, http.StatusOK, code, string(body))
+	rotated.leave(t)
 }

@@ -113,6 +113,9 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, caller string) {
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
+	cred := credOf(r)
+	stopCred := context.AfterFunc(cred.ctx, cancel) // a reload removed the caller's token
+	defer stopCred()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -133,6 +136,9 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, caller string) {
 		select {
 		case l, ok := <-leaders:
 			if !ok {
+				if cred.removed() {
+					write(": the caller's token was removed from the service's --token-file\n\n")
+				}
 				return
 			}
 			b, _ := json.Marshal(leaderOf(p, l))

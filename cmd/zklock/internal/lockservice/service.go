@@ -15,7 +15,6 @@ package lockservice
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net"
@@ -46,6 +45,7 @@ type Config struct {
 	Prefix string
 	// Tokens maps bearer tokens to caller names. When it is empty, no
 	// token is asked for: serve only on loopback or a Unix socket then.
+	// SetTokens replaces them while the service runs.
 	Tokens map[string]string
 	// MaxHolds limits the holdings and waits of one caller (a token's name;
 	// "local" without tokens): DefaultMaxHolds when 0.
@@ -86,6 +86,9 @@ type Service struct {
 	ctx    context.Context // ended by Close: every stream releases and ends
 	cancel context.CancelFunc
 	staged atomic.Pointer[leaseEnd] // nil but in a test
+
+	tokens   atomic.Pointer[tokenSet] // replaced by SetTokens
+	tokensMu sync.Mutex               // serializes SetTokens
 
 	mu       sync.Mutex
 	byID     map[string]*holding
@@ -144,12 +147,14 @@ func New(c *zklock.Client, cfg Config) (*Service, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{
+	s := &Service{
 		c: c, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		byID: map[string]*holding{}, byPath: map[string]map[*holding]struct{}{}, perCall: map[string]int{},
 		lost: map[string]string{}, instance: newID()[:12],
 		leases: map[string]*lease{}, leasesOf: map[string]int{}, endedLeases: map[string]*leaseEnded{},
-	}, nil
+	}
+	s.tokens.Store(newTokenSet(cfg.Tokens))
+	return s, nil
 }
 
 // Close ends every stream (releasing its lock, or abandoning its wait) and
@@ -158,7 +163,7 @@ func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.endLeases(codeLost, "the service stopped; the lease's locks were released")
+	s.endLeases(codeLost, "the service is stopping; the lease's locks are released at its deadline")
 	s.cancel()
 	done := make(chan struct{})
 	go func() { s.handlers.Wait(); s.bg.Wait(); close(done) }()
@@ -243,12 +248,21 @@ func (s *Service) fromProgram(w http.ResponseWriter, r *http.Request) bool {
 // a web page could send to a local service without a preflight).
 func (s *Service) wrap(rt Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		caller, ok := s.authenticate(r)
-		if !ok && rt.Path != "/healthz" { // a probe sends no token
+		cred := s.authenticate(r)
+		if rt.Path == "/healthz" { // a probe sends no token
+			cred = s.tokens.Load().local
+		}
+		if cred == nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="zklock"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or unknown bearer token; send Authorization: Bearer <token>")
 			return
 		}
+		if cred.removed() {
+			s.refuseRemoved(w, r, rt, cred)
+			return
+		}
+		caller := cred.name
+		r = r.WithContext(context.WithValue(r.Context(), credKey{}, cred))
 		if r.Method == http.MethodPost && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 			writeError(w, http.StatusUnsupportedMediaType, "bad_request", "the body must be JSON: send Content-Type: application/json")
 			return
@@ -260,30 +274,12 @@ func (s *Service) wrap(rt Route) http.HandlerFunc {
 		}
 		s.mu.Unlock()
 		if closed {
-			writeError(w, http.StatusServiceUnavailable, "closing", "the service is stopping")
+			s.refuseClosing(w, r, rt, caller)
 			return
 		}
 		defer s.handlers.Done()
 		rt.handle(s, w, r, caller)
 	}
-}
-
-// authenticate returns the caller's name: its token's, or "local" when the
-// service asks for none.
-func (s *Service) authenticate(r *http.Request) (string, bool) {
-	if len(s.cfg.Tokens) == 0 {
-		return "local", true
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return "", false
-	}
-	for tok, name := range s.cfg.Tokens {
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(got)) == 1 {
-			return name, true
-		}
-	}
-	return "", false
 }
 
 // checkPath refuses a path zklock rejects (400) or outside the prefix (403);
