@@ -39,6 +39,10 @@ const (
 	fSigstop                           // SIGSTOP the child process, SIGCONT it later
 	fRevokeCut                         // swarm "revoke": a held node's data changed, the re-read cut, the node deleted
 	fPartition                         // one server (sometimes the leader) cut off from the others, its clients still connected
+	fSvcStallShort                     // swarm "service": the service's proxy stalled for less than its session timeout
+	fSvcStallLong                      // swarm "service": the service's session cut (stalled for longer)
+	fStreamKill                        // swarm "service": a stream caller's connection reset mid-hold
+	fLeaseSilence                      // swarm "service": a lease caller stops its keep-alives mid-hold
 	numFaultKinds
 )
 
@@ -61,6 +65,10 @@ var faultKinds = [numFaultKinds]struct {
 	fSigstop:          {"sigstop", 6},
 	fRevokeCut:        {"revoke_cut", 0}, // weighed by the swarm (weights)
 	fPartition:        {"partition", 5},
+	fSvcStallShort:    {"svc_stall_short", 0}, // weighed by the swarm (weights)
+	fSvcStallLong:     {"svc_stall_long", 0},
+	fStreamKill:       {"stream_kill", 0},
+	fLeaseSilence:     {"lease_silence", 0},
 }
 
 // weights are the faults' weights in this run's configuration.
@@ -74,6 +82,9 @@ func (tt *torture) weights() [numFaultKinds]int {
 	}
 	if tt.cfg.sw.outage {
 		w[fRestartAll] = 5
+	}
+	if tt.cfg.sw.service {
+		w[fSvcStallShort], w[fSvcStallLong], w[fStreamKill], w[fLeaseSilence] = 3, 4, 6, 6
 	}
 	return w
 }
@@ -153,6 +164,12 @@ func (tt *torture) inject(f fault) {
 		tt.async(&tt.serverBusy, f, func() { tt.serverFault(f) })
 	case fDeleteHolder, fDeleteWaiter:
 		tt.async(&tt.obsBusy, f, func() { tt.deleteByHand(f) })
+	case fSvcStallShort, fSvcStallLong:
+		tt.async(&tt.svc.busy, f, func() { tt.serviceFault(f) })
+	case fStreamKill:
+		tt.killStream(f)
+	case fLeaseSilence:
+		tt.silenceLease(f)
 	case fSigstop:
 		if tt.child == nil {
 			tt.counts.add("skipped." + f.kind.String())

@@ -33,7 +33,9 @@ import (
 var tortureSwarm = flag.String("torture.swarm", "", "TestTorture's configuration: \"\" draws it from the seed; \"none\", \"all\", or a comma-separated list of "+strings.Join(swarmDims, ","))
 
 // swarmDims are the dimensions, in the order they are drawn.
-var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold"}
+// "service" is drawn last, after the per-client choices, so that the seeds
+// of before it draw the same configuration of the others.
+var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service"}
 
 const (
 	swarmStream = 1 << 21 // the configuration's PCG stream, apart from the faults', the workers' and the child's
@@ -77,12 +79,17 @@ type swarmConfig struct {
 	// (issue 29).
 	maxhold bool
 	maxHold []time.Duration
+	// service: `zklock serve` runs on its own session and proxy, and a few
+	// callers hold the torture's paths through it, with streams and with
+	// leases (torture_service_test.go); the ensemble then grants at most
+	// serviceSession, so that a lease's TTL can be 1 s (issue 41).
+	service bool
 }
 
 func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 	rng := mrand.New(mrand.NewPCG(seed, swarmStream))
 	on := map[string]bool{}
-	for _, d := range swarmDims {
+	for _, d := range swarmDims[:len(swarmDims)-1] {
 		on[d] = rng.IntN(2) == 0
 	}
 	switch forced {
@@ -102,7 +109,7 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 			on[d] = true
 		}
 	}
-	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"]}
+	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"]}
 	asks := []time.Duration{tortureSession, 10 * time.Second, 10 * time.Second, 30 * time.Second}
 	sw.asked = make([]time.Duration, clients)
 	sw.chrooted = make([]bool, clients)
@@ -122,6 +129,9 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 		if d := randDur(rng, 200*time.Millisecond, 3*time.Second); sw.maxhold && (i == 0 || rng.IntN(2) == 0) {
 			sw.maxHold[i] = d
 		}
+	}
+	if service := rng.IntN(2) == 0; forced == "" {
+		sw.service = service
 	}
 	return sw, nil
 }
@@ -161,13 +171,13 @@ func (sw swarmConfig) String() string {
 		}
 		maxhold += "(" + strings.Join(ms, " ") + ")"
 	}
-	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold)
+	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service))
 }
 
 // flags renders the configuration for a replay line.
 func (sw swarmConfig) flags() string {
 	var on []string
-	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold} {
+	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service} {
 		if b {
 			on = append(on, d)
 		}

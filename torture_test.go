@@ -163,6 +163,7 @@ type torture struct {
 	observerClient *zklock.Client // torture_elect_test.go's
 	observerProxy  *zktest.Proxy
 	leaderWatches  []leaderWatch
+	svc            *svcRun // torture_service_test.go's; nil unless the swarm draws it
 }
 
 func newTorture(t *testing.T, cfg tortureConfig) *torture {
@@ -177,7 +178,13 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 		// The servers grant at most tortureSession (20 ticks, ZooKeeper's
 		// default maximum, made explicit): with the swarm's "granted" on,
 		// clients ask for far more.
-		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(100*time.Millisecond), zktest.WithMaxSessionTimeout(tortureSession),
+		// With the swarm's "service" on, at most serviceSession: the
+		// service's leases need a session of three times their TTL (1 s).
+		maxSession := tortureSession
+		if cfg.sw.service {
+			maxSession = serviceSession
+		}
+		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(100*time.Millisecond), zktest.WithMaxSessionTimeout(maxSession),
 			zktest.WithContainerCheck(200*time.Millisecond), zktest.WithPartitions(), zktest.WithLogf(nil))
 	}
 	tt.obs = tortureObserver(t, tt.cluster.Addrs())
@@ -200,6 +207,7 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 	tt.makeSentinel()
 	tt.startPeer()
 	tt.startObservers()
+	tt.startService()
 	return tt
 }
 
@@ -257,11 +265,13 @@ func (tt *torture) run() {
 			go tt.worker(work, s, w)
 		}
 	}
+	tt.startServiceCallers(work)
 	tt.progress(tt.cfg.duration)
 	stopFaults()
 	tt.bg.Wait()
 	tt.heal()
 	tt.probeLiveness()
+	tt.probeService()
 	time.Sleep(settleTime)
 	tt.stoppedAt.Store(int64(monoNow()))
 	stopWork()
@@ -292,6 +302,9 @@ func (tt *torture) heal() {
 		s.proxy.Block(false)
 		s.cutBeforeRelease.Store(false)
 		s.slow.until.Store(0)
+	}
+	if tt.svc != nil {
+		tt.svc.proxy.Resume()
 	}
 	if tt.cluster.External() {
 		return
@@ -351,6 +364,7 @@ func (tt *torture) finish() {
 	}
 	time.Sleep(tortureCleanupDelay)
 	tt.stopPeer()
+	tt.stopService()
 	tt.checkTree()
 	tt.jobs.check(tt)
 	tt.checkSentinel()
@@ -981,6 +995,7 @@ func (tt *torture) checkTree() {
 		left = slices.DeleteFunc(left, func(p string) bool {
 			return p == tt.fenceRoot() || strings.HasPrefix(p, tt.fenceRoot()+"/") || keptForJob(p, records)
 		})
+		left = tt.removeServiceLeftovers(left)
 		if err == nil && len(left) == 0 {
 			break
 		}
@@ -1027,8 +1042,12 @@ func (tt *torture) checkGoroutines(baseline goleak.Option) {
 	// The ensemble's link proxies (WithPartitions) live as long as the
 	// cluster, which the test's cleanup stops after this check; with the
 	// servers killed, only their listeners are left.
+	// A connection to a link proxy accepted as the servers died redials
+	// them until the cluster's cleanup (every other proxy was closed
+	// above, and Close waits for its dials).
 	linkProxies := goleak.IgnoreAnyFunction("github.com/zklock/zklock/zktest.(*Proxy).acceptLoop")
-	if err := goleak.Find(baseline, linkProxies); err != nil {
+	linkDials := goleak.IgnoreAnyFunction("github.com/zklock/zklock/zktest.(*Proxy).dialTarget")
+	if err := goleak.Find(baseline, linkProxies, linkDials); err != nil {
 		tt.verdict.violations = append(tt.verdict.violations, fmt.Sprintf("goroutines leaked: %v", err))
 	}
 }
@@ -1046,12 +1065,13 @@ func (tt *torture) report() {
 	if v.margins > 0 {
 		margin = v.minMargin.Round(time.Millisecond).String()
 	}
-	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d %v acquisitions=%d mutex=%d listwatched=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d job=%d/%d "+
+	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d %v acquisitions=%d mutex=%d listwatched=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d job=%d/%d svc_stream=%d svc_lease=%d "+
 		"elect=%d proclaimed=%d guarded{landed=%d refused_lost=%d refused_version=%d unknown=%d} faults{%s} skipped=%d losses=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
 		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, tt.cfg.sw.flags(), v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.listwatched"), tt.counts.get("grant.reentrant"),
 		tt.counts.get("grant.try"), tt.counts.get("try.attempts"), tt.counts.get("grant.do"), tt.counts.get("grant.singleton"),
 		tt.counts.get("grant.read"), tt.counts.get("grant.write"), tt.counts.get("grant.semaphore"), tt.counts.get("grant.multi")/2, tt.counts.get("grant.child"),
 		tt.counts.get("grant.job"), tt.counts.get("grant.job")+tt.counts.get("job.ran_already")+tt.counts.get("job.busy"),
+		tt.counts.get("grant.svc_stream"), tt.counts.get("grant.svc_lease"),
 		tt.counts.get("grant.elect"), tt.counts.get("elect.proclaimed"), tt.counts.get("guarded.landed"), tt.counts.get("guarded.refused_lost"),
 		tt.counts.get("guarded.refused_version"), tt.counts.get("guarded.unknown"),
 		strings.Join(faults, " "), skipped, v.losses, v.worst.Round(time.Millisecond), tt.lg.bound, margin, v.fenced, tt.counts.get("child.writes"),
@@ -1066,12 +1086,16 @@ func (tt *torture) report() {
 	}
 	tt.t.Logf("skipped faults (target busy or not found): %s", strings.Join(tt.counts.withPrefix("skipped."), " "))
 	var sw []string
-	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade.", "grant.permits"} {
+	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade.", "grant.permits", "svc."} {
 		for _, e := range tt.counts.withPrefix(p) {
 			sw = append(sw, p+e)
 		}
 	}
 	tt.t.Logf("swarm: %v; tallies: %s", tt.cfg.sw, strings.Join(sw, " "))
+	if tt.svc != nil {
+		tt.t.Logf("service: worst overshoot of a wait's timeout %v (%s; bound %v); empty paths the service's client left (no cleanup root): %d",
+			tt.svc.worst.Round(time.Millisecond), tt.svc.worstWhat, svcOvershootBound, tt.counts.get("svc.left_empty_paths"))
+	}
 	if other := append(tt.counts.withPrefix("release."), append(tt.counts.withPrefix("singleton."), tt.counts.withPrefix("lost_in_fn.")...)...); len(other) > 0 {
 		tt.t.Logf("other tallies: %s", strings.Join(other, " "))
 	}
