@@ -99,8 +99,6 @@ func BenchmarkServiceStream(b *testing.B) {
 					break
 				}
 			}
-			var id struct{ ID string }
-			_ = id
 			resp.Body.Close() // the release
 		}
 	})
