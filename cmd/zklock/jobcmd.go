@@ -37,9 +37,13 @@ endMs null or 0 while a run has no end recorded). Outcomes are running,
 succeeded, failed and reset; causes of a failed run are error (non-zero
 exit), signal (stopped by a signal zklock passed on), hold-limit (stopped
 by --max-hold) and lost (the lock was lost). A monitor can alert when the
-job has not succeeded in two periods:
+job has not succeeded in two periods; -n with input makes it fail closed
+(jq -e alone exits 0 on empty input in jq 1.6, as when zklock job cannot
+reach ZooKeeper and prints nothing on stdout):
 
-	zklock job --json /jobs/report | jq -e '.lastSuccess != null and (now*1000 - .lastSuccess.endMs) < 2*.periodMs'
+	zklock job --json /jobs/report |
+	  jq -en 'input | .lastSuccess != null and (now*1000 - .lastSuccess.endMs) < 2*.periodMs' >/dev/null 2>&1 ||
+	  echo CRITICAL
 
 --reset clears the record so that the next 'zklock exec --once-per' start
 runs the job, even in a period that was run already (after a failure, say).

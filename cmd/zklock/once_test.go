@@ -248,33 +248,50 @@ func TestRefusedPortFailsFast(t *testing.T) {
 	}
 }
 
-// TestJobMonitoringQueryFromTheDocs runs the monitoring query of
-// docs/scheduled-jobs.md as written: true after a success, false for a job
-// that never succeeded. It needs jq, which make test installs.
+// TestJobMonitoringQueryFromTheDocs runs the monitoring check of
+// docs/scheduled-jobs.md, and the one 'zklock help job' prints, as written,
+// with sh (dash: no pipefail): no alert after a success; CRITICAL for a job
+// that never succeeded, and when ZooKeeper refuses (zklock job exits 69 and
+// prints nothing on stdout, on which jq 1.6's -e alone would exit 0). It
+// needs jq, which make test installs.
 func TestJobMonitoringQueryFromTheDocs(t *testing.T) {
-	jq, err := exec.LookPath("jq")
-	if err != nil {
+	if _, err := exec.LookPath("jq"); err != nil {
 		t.Fatal("jq is not installed: run `make test` (scripts/install-interop.sh installs it) or `apt-get install jq`")
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scheduled-jobs.md"))
 	require.NoError(t, err)
-	_, after, ok := strings.Cut(string(doc), "jq -e '")
-	require.True(t, ok, "the docs' query")
-	query, _, _ := strings.Cut(after, "'")
-	check := func(path string) bool {
-		code, stdout, stderr := runZK(t, 20*time.Second, "job", "--json", path)
-		require.Equal(t, 0, code, stderr)
-		cmd := exec.Command(jq, "-e", query)
-		cmd.Stdin = strings.NewReader(stdout)
-		return cmd.Run() == nil
+	_, section, ok := strings.Cut(string(doc), "### Monitoring")
+	require.True(t, ok, "the docs' Monitoring section")
+	_, block, ok := strings.Cut(section, "```sh\n")
+	require.True(t, ok, "the docs' check")
+	docCheck, _, _ := strings.Cut(block, "```")
+	require.Contains(t, docCheck, "/jobs/hourly-report")
+	_, helpText, _ := runZK(t, 20*time.Second, "help", "job")
+	_, helpCheck, ok := strings.Cut(helpText, "\n\tzklock job --json /jobs/report |")
+	require.True(t, ok, "the help's check:\n%s", helpText)
+	helpCheck, _, _ = strings.Cut(helpCheck, "\n\n")
+	helpCheck = "zklock job --json /jobs/report |" + strings.ReplaceAll(helpCheck, "\n\t", "\n")
+
+	// check runs a check on path with ZKLOCK_SERVERS=servers and returns
+	// its output: "" or a CRITICAL line.
+	check := func(script, jobPath, path, servers string) string {
+		cmd := exec.Command("sh", "-c", strings.ReplaceAll(script, jobPath, path))
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), envServers+"="+servers, "GORACE=atexit_sleep_ms=0")
+		out, err := cmd.Output()
+		require.NoError(t, err, "the check's own status: %s", out)
+		return strings.TrimSpace(string(out))
 	}
 	ok1, failed := lockPath(t), lockPath(t)
 	code, _, stderr := runZK(t, 20*time.Second, "exec", "--once-per", "1h", ok1, "--", "true")
 	require.Equal(t, 0, code, stderr)
 	code, _, stderr = runZK(t, 20*time.Second, "exec", "--once-per", "1h", failed, "--", "false")
 	require.Equal(t, 1, code, stderr)
-	require.True(t, check(ok1), "succeeded this period: no alert")
-	require.False(t, check(failed), "never succeeded: alert")
+	servers, refused := strings.Join(cluster.Addrs(), ","), refusedAddr(t)
+	for _, c := range []struct{ script, jobPath string }{{docCheck, "/jobs/hourly-report"}, {helpCheck, "/jobs/report"}} {
+		require.Empty(t, check(c.script, c.jobPath, ok1, servers), "succeeded this period: no alert")
+		require.Contains(t, check(c.script, c.jobPath, failed, servers), "CRITICAL", "never succeeded: alert")
+		require.Contains(t, check(c.script, c.jobPath, ok1, refused), "CRITICAL", "ZooKeeper refused: alert (fail closed)")
+	}
 }
 
 // TestExecOncePerCalendarOnThreeHosts: three hosts on a calendar day in
