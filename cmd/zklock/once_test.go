@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -325,4 +326,44 @@ func TestExecOncePerCalendarOnThreeHosts(t *testing.T) {
 		code, _, stderr := runZK(t, 20*time.Second, bad...)
 		require.Equal(t, exitUsage, code, "%v: %s", bad, stderr)
 	}
+}
+
+// TestScheduledJobExamplesRunAsWritten checks what cron and systemd need of
+// the examples in docs/scheduled-jobs.md: a crontab line names zklock by
+// its full path (cron's PATH is /usr/bin:/bin) unless the crontab sets
+// PATH, and a unit file has no comment after a setting (systemd reads it as
+// part of the value).
+func TestScheduledJobExamplesRunAsWritten(t *testing.T) {
+	cronTime := regexp.MustCompile(`^[0-9*/,-]+( [0-9*/,-]+){4}$`)
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scheduled-jobs.md"))
+	require.NoError(t, err)
+	blocks := strings.Split(string(doc), "```")
+	crontabs, units := 0, 0
+	for i := 1; i < len(blocks); i += 2 {
+		lang, body, _ := strings.Cut(blocks[i], "\n")
+		lines := strings.Split(body, "\n")
+		switch {
+		case lang == "ini":
+			units++
+			for _, l := range lines {
+				if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "[") {
+					continue
+				}
+				require.NotContains(t, l, "#", "a comment after a setting is part of its value in systemd: %q", l)
+			}
+		case lang == "":
+			pathSet := false
+			for _, l := range lines {
+				pathSet = pathSet || strings.HasPrefix(l, "PATH=")
+				f := strings.Fields(l)
+				if len(f) < 7 || !cronTime.MatchString(strings.Join(f[:5], " ")) {
+					continue
+				}
+				crontabs++
+				require.True(t, pathSet || strings.HasPrefix(f[6], "/"), "cron's PATH is /usr/bin:/bin: %q", l)
+			}
+		}
+	}
+	require.GreaterOrEqual(t, crontabs, 2, "the crontab examples")
+	require.GreaterOrEqual(t, units, 1, "the systemd example")
 }
