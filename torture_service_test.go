@@ -98,8 +98,8 @@ type svcRun struct {
 	mu        sync.Mutex
 	worst     time.Duration // worst overshoot of a wait's timeout
 	worstWhat string
-	streams []*streamCaller
-	leases  []*leaseCaller
+	streams   []*streamCaller
+	leases    []*leaseCaller
 }
 
 type streamCaller struct {
