@@ -102,7 +102,10 @@ Exit status:
 	73     --try: the lock is held, or others wait for it
 	75     --timeout expired while the lock was held by others
 	76     the lock was lost while the command ran; the command was stopped
-	79     the command ran for --max-hold; it was stopped and the lock released
+	79     the command reached --max-hold; it was stopped (SIGTERM --grace
+	       before the limit, at most half of it; SIGKILL a tenth of the limit,
+	       at most 1s, before it: it never outlives the lock) and the lock
+	       released
 	80     --once-per: not run, as this period's run was made already, or
 	       another host holds the job's lock (running it, or checking);
 	       --not-run-exit N exits N instead (0 for cron and systemd
@@ -141,7 +144,7 @@ Examples:
 		fs.Bool("quiet", false, "with --once-per: print nothing when the command is not run (not this host's turn)")
 		fs.Int("not-run-exit", exitNotThisTime, "with --once-per: the exit `code` when the command is not run (0 for cron and systemd timers)")
 		fs.Bool("retry-failed", false, "with --once-per: run the command again in a period whose run failed (non-zero exit, stopped, or its runner died or lost the lock)")
-		fs.Duration("max-hold", 0, "hold the lock at most this `duration`: then stop the command (SIGTERM, SIGKILL after --grace), release, and exit 79; 0 for no limit")
+		fs.Duration("max-hold", 0, "hold the lock at most this `duration`: the command gets SIGTERM --grace before the limit (at most half the limit) and SIGKILL a tenth of the limit (at most 1s) before it, so it never outlives the lock; then release, and exit 79; 0 for no limit")
 		fs.Bool("revocable", false, "stop the command (SIGTERM, SIGKILL after --grace) and release when asked to ('zklock break --ask', Curator's Revoker)")
 		fs.String("http", "", "with --value: serve /leader (200 only while this process leads, else 503 naming the leader) and /healthz on this `address` (:8081, say)")
 		fs.Var(&pathList{}, "and", "also take the lock at this `path` (repeatable): all paths are taken together, as one lease")
@@ -202,6 +205,7 @@ type execOpts struct {
 	revoke     bool             // --revocable
 	value      string           // --value: campaign in an election
 	maxHold    time.Duration    // --max-hold: the hold limit, 0 for none
+	granted    time.Time        // when the lock was granted, as exec can tell: --max-hold's timers run from it
 	oncePer    time.Duration    // --once-per: the job's period, 0 for none (a calendar's nominal length)
 	cal        *zklock.Calendar // --once-per day, week or month, with --at and --tz
 	quiet      bool             // --quiet: nothing printed when not run

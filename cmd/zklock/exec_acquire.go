@@ -23,9 +23,10 @@ var errTimedOut = errors.New("--timeout expired")
 
 // acquired is the outcome of connecting and acquiring the lock.
 type acquired struct {
-	client *zklock.Client
-	lease  *zklock.Lease
-	err    error
+	client  *zklock.Client
+	lease   *zklock.Lease
+	err     error
+	granted time.Time // no later than the grant, give or take Acquire's return (see execOpts.granted)
 }
 
 // acquire connects and waits for the lock. It returns the client and lease,
@@ -53,6 +54,7 @@ func (o *execOpts) acquire(sigs <-chan os.Signal, stderr io.Writer) (*zklock.Cli
 		return nil, nil, fail(stderr, 128+signum(sig), "stopped by %s while waiting for %s", forwarded[sig], o.path)
 	}
 	if r.err == nil {
+		o.granted = r.granted
 		return r.client, r.lease, 0
 	}
 	return nil, nil, o.acquireFailed(r, errors.Is(context.Cause(ctx), errTimedOut), stderr)
@@ -79,15 +81,17 @@ func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acqu
 	}
 	lock, err := o.primitive(client)
 	var lease *zklock.Lease
+	granted := time.Now() // a try (a job's start too) is granted after this
 	if err == nil {
 		actx := zklock.ContextWithOwner(ctx, o.owner)
-		if o.try {
+		if o.try || o.oncePer > 0 {
 			lease, err = lock.TryAcquire(actx)
 		} else {
 			lease, err = lock.Acquire(actx)
+			granted = time.Now() // waited its turn: as soon after the grant as zklock can tell
 		}
 	}
-	return acquired{client, lease, err}
+	return acquired{client, lease, err, granted}
 }
 
 // tryConnectTimeout caps --connect-timeout for --try: a caller that will not

@@ -76,6 +76,19 @@ type supervised struct {
 	waitErr error // what waiting for the command returned
 	lost    error // why the lease ended while the command ran; nil if it held
 	killed  bool  // the command outlived --grace after SIGTERM and got SIGKILL
+	limited bool  // --max-hold: exec stopped the command before the limit
+}
+
+// holdStops are the moments, after the grant, at which --max-hold stops the
+// command, so that it is dead before the limit frees the lock: SIGTERM
+// --grace before the limit (but not before half of it, nor after the
+// SIGKILL), SIGKILL a tenth of the limit (at most a second) before it, the
+// moment a job's run records its end by the hold limit.
+func holdStops(limit, grace time.Duration) (term, kill time.Duration) {
+	margin := min(limit/10, time.Second)
+	kill = limit - margin
+	term = max(limit-grace, limit/2)
+	return min(term, kill), kill
 }
 
 // supervise waits for the started command to exit. It passes signals on to
@@ -91,9 +104,16 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, sigs <-chan os.
 		leaseUp = lease.Done()
 		killAt  <-chan time.Time
 		asked   <-chan struct{} // --revocable: a request to release
+		// --max-hold: stop the command before the limit frees the lock
+		limitTerm, limitKill <-chan time.Time
 	)
 	if o.revoke {
 		asked = lease.RevokeRequested()
+	}
+	if o.maxHold > 0 {
+		term, kill := holdStops(o.maxHold, o.grace)
+		limitTerm = time.After(time.Until(o.granted.Add(term)))
+		limitKill = time.After(time.Until(o.granted.Add(kill)))
 	}
 	for {
 		select {
@@ -122,6 +142,17 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, sigs <-chan os.
 			killAt = nil
 			r.killed = true
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		case <-limitTerm:
+			limitTerm = nil
+			r.limited = true
+			_, kill := holdStops(o.maxHold, o.grace)
+			fmt.Fprintf(stderr, "zklock: the command has held %s for %v of --max-hold %v; stopping it before the limit: SIGTERM now, SIGKILL at %v\n",
+				o.path, time.Since(o.granted).Round(time.Millisecond), o.maxHold, kill)
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		case <-limitKill:
+			limitKill = nil
+			r.limited, r.killed = true, true
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}
 }
@@ -129,6 +160,20 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, sigs <-chan os.
 // finish settles the lock once the command has exited: it releases the lease
 // and returns the command's exit status, or reports the lease lost (76).
 func (o *execOpts) finish(cmd *exec.Cmd, lease *zklock.Lease, r supervised, stderr io.Writer) int {
+	if r.limited && r.lost == nil {
+		// --max-hold stopped the command before the limit: the lock is still
+		// held, and released once its end is recorded.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if r.killed {
+			fmt.Fprintf(stderr, "zklock: the command ignored SIGTERM; killed it before the --max-hold limit\n")
+		}
+		if o.jobRun != nil {
+			o.endJobCause(zklock.CauseHoldLimit, fmt.Errorf("stopped by the hold limit: held for %v", o.maxHold))
+		} else {
+			release(lease, o.session)
+		}
+		return exitHoldLimit
+	}
 	if r.lost == nil {
 		// Lost just as the command ended: it may have run without the lock.
 		if err := lease.Err(); err != nil {

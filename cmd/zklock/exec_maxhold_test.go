@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,6 +22,41 @@ func TestExecMaxHoldStopsTheCommand(t *testing.T) {
 
 	require.Equal(t, exitHoldLimit, p.wait(t, 10*time.Second), p.errText())
 	waitFile(t, file, "TERM")
-	require.Contains(t, p.errText(), "zklock: the command held "+path+" for --max-hold 700ms; stopping it")
+	require.Contains(t, p.errText(), "of --max-hold 700ms; stopping it before the limit: SIGTERM now, SIGKILL at 630ms")
 	require.Empty(t, contendersOf(t, c, path), "the node is gone")
+}
+
+// TestExecMaxHoldNoRunOutlivesItsLock: a command that ignores SIGTERM (and
+// its background child) is killed before --max-hold frees the lock, so the
+// next holder, waiting meanwhile, never runs while either lives; once-per
+// records the hold limit.
+func TestExecMaxHoldNoRunOutlivesItsLock(t *testing.T) {
+	for _, job := range []bool{false, true} {
+		path := lockPath(t)
+		c := connect(t)
+		dir := t.TempDir()
+		pids, events := filepath.Join(dir, "pids"), filepath.Join(dir, "events")
+		args := []string{"exec", "--max-hold", "2s", "--grace", "10s"}
+		if job {
+			args = append(args, "--once-per", "1h")
+		}
+		p := start(t, append(args, path, "--", "sh", "-c",
+			`trap "" TERM; sleep 1000 & echo $! $$ > $0; echo started >> $1; while :; do sleep 0.05; done`, pids, events)...)
+		waitQueue(t, c, path, 1)
+		waitFile(t, events, "started")
+		// The next holder says whether the first run's processes still live.
+		next := start(t, "exec", path, "--", "sh", "-c",
+			`for p in $(cat $0); do if [ -e /proc/$p ] && ! grep -q ') Z ' /proc/$p/stat; then echo alive $p >> $1; fi; done; echo second >> $1`, pids, events)
+		require.Equal(t, exitHoldLimit, p.wait(t, 20*time.Second), p.errText())
+		require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+		b, err := os.ReadFile(events)
+		require.NoError(t, err)
+		require.Equal(t, "started\nsecond\n", string(b), "the second run started while the first lived")
+		require.Contains(t, p.errText(), "killed it before the --max-hold limit")
+		if job {
+			st := jobState(t, path)
+			require.Equal(t, "failed", st.Last.Outcome)
+			require.Equal(t, "hold-limit", st.Last.Cause)
+		}
+	}
 }

@@ -109,6 +109,14 @@ func (o *execOpts) endJob(cmd *exec.Cmd, notRun error) {
 	_, _ = o.jobRun.End(ctx, cause, outcome)
 }
 
+// endJobCause records a --once-per run's end with the given cause and
+// error, and releases the lock.
+func (o *execOpts) endJobCause(cause string, outcome error) {
+	ctx, cancel := context.WithTimeout(context.Background(), o.session)
+	defer cancel()
+	_, _ = o.jobRun.End(ctx, cause, outcome)
+}
+
 // release gives the lock up once the command has exited; a --once-per run
 // records its end first (the command's exit status says how it went).
 func (o *execOpts) release(lease *zklock.Lease, cmd *exec.Cmd) {
