@@ -213,6 +213,7 @@ type execOpts struct {
 	retry      bool             // --retry-failed
 	signalled  os.Signal        // the last signal passed on to the command, for the job's record
 	jobRun     *zklock.JobRun   // the run --once-per started, ended by finish
+	stderr     io.Writer        // for warnings after the command (a job's end not recorded)
 	httpAt     string           // --http: serve leadership for probes here
 	probe      *execProbe       // its server: exec_probe.go
 }
@@ -222,6 +223,7 @@ func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	if o == nil {
 		return code
 	}
+	o.stderr = stderr
 	sigs := make(chan os.Signal, 8)
 	for s := range forwarded {
 		signal.Notify(sigs, s)

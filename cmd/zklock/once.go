@@ -104,17 +104,37 @@ func (o *execOpts) endJob(cmd *exec.Cmd, notRun error) {
 	case !cmd.ProcessState.Success():
 		outcome = fmt.Errorf("exit status %d", exitStatus(cmd.ProcessState))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.session)
-	defer cancel()
-	_, _ = o.jobRun.End(ctx, cause, outcome)
+	o.endJobCause(cause, outcome)
 }
 
 // endJobCause records a --once-per run's end with the given cause and
-// error, and releases the lock.
+// error, and releases the lock. An end that cannot be written (ZooKeeper
+// unreachable, or, after a lost lock, another start wrote the record since)
+// is reported on stderr: the record then says "no end recorded".
 func (o *execOpts) endJobCause(cause string, outcome error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.session)
 	defer cancel()
-	_, _ = o.jobRun.End(ctx, cause, outcome)
+	run, err := o.jobRun.End(ctx, cause, outcome)
+	if run.End.IsZero() && o.stderr != nil {
+		fmt.Fprintf(o.stderr, "zklock: warning: could not record the end of the run of %s (%s): its record says it started at %s with no end recorded: %s\n",
+			o.path, endWord(run), stamp(run.Start), cause0(err))
+	}
+}
+
+// endWord is how a run ended, for the warning of an end not recorded.
+func endWord(r zklock.Run) string {
+	if r.Outcome == "failed" {
+		return "failed (" + r.Cause + "): " + r.Error
+	}
+	return r.Outcome
+}
+
+// cause0 is why an end was not written; nil says nothing more.
+func cause0(err error) string {
+	if err == nil {
+		return "no write landed"
+	}
+	return cause(err)
 }
 
 // release gives the lock up once the command has exited; a --once-per run

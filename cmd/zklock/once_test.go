@@ -367,3 +367,26 @@ func TestScheduledJobExamplesRunAsWritten(t *testing.T) {
 	require.GreaterOrEqual(t, crontabs, 2, "the crontab examples")
 	require.GreaterOrEqual(t, units, 1, "the systemd example")
 }
+
+// TestExecOncePerLostEndNotRecordedWarns: a run whose lock is lost, and
+// whose record another start wrote since (so its end cannot be written),
+// says on stderr that its end is not recorded; the record says running.
+func TestExecOncePerLostEndNotRecordedWarns(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	file := filepath.Join(t.TempDir(), "events")
+	p := start(t, "exec", "--once-per", "1h", "--grace", "3s", path, "--", "sh", "-c", `trap "" TERM; echo started >> $0; while :; do sleep 0.05; done`, file)
+	waitQueue(t, c, path, 1)
+	waitFile(t, file, "started")
+	code, _, stderr := runZK(t, 20*time.Second, "break", "--yes", path)
+	require.Equal(t, 0, code, stderr)
+	eventually(t, "the loss reported", func() bool { return strings.Contains(p.errText(), "lost the lock") })
+	code, _, stderr = runZK(t, 20*time.Second, "exec", "--once-per", "1h", path, "--", "true")
+	require.Equal(t, exitNotThisTime, code, "the period's run is recorded as running: %s", stderr)
+	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.errText())
+	require.Contains(t, p.errText(), "zklock: warning: could not record the end of the run of "+path)
+	require.Contains(t, p.errText(), "no end recorded")
+	st := jobState(t, path)
+	require.Equal(t, "running", st.Last.Outcome)
+	require.Nil(t, st.Last.End)
+}
