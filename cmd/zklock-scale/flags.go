@@ -31,6 +31,7 @@ func parseFlags(args []string) config {
 	fs.IntVar(&cfg.batch, "batch", 25, "sessions a worker connects at once")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the sessions' random choices")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON object per run instead of tables")
+	fs.DurationVar(&cfg.warmup, "warmup", 20*time.Second, "how long every run's sessions loop, unmeasured, before it starts (a client's guesses need its recent acquisitions)")
 	sweep := fs.String("sweep", "600,800,1000,1200,1400,1600", "offered loads of the knee sweep, acquisitions/s, comma-separated (empty: no sweep)")
 	fs.DurationVar(&cfg.sweepDuration, "sweep-duration", 20*time.Second, "length of each run of the knee sweep")
 	fs.DurationVar(&cfg.kneeP99, "knee-p99", 100*time.Millisecond, "the knee: the highest load served with a p99 wait within this")
@@ -77,6 +78,9 @@ func quickProfile(cfg *config, set map[string]bool) {
 	if !set["sweep-duration"] {
 		cfg.sweepDuration = q.sweepDuration
 	}
+	if !set["warmup"] {
+		cfg.warmup = q.warmup
+	}
 }
 
 // quickSweep is the quick profile's sweep: two loads for its 100 sessions.
@@ -107,5 +111,5 @@ func thinkFor(load float64, sessions int, hold time.Duration) time.Duration {
 
 // quickConfig is the small profile's size (the test runs it).
 func quickConfig() config {
-	return config{sessions: 100, procs: 2, duration: 10 * time.Second, compareDuration: 5 * time.Second, sweepDuration: 3 * time.Second}
+	return config{sessions: 100, procs: 2, duration: 10 * time.Second, compareDuration: 5 * time.Second, sweepDuration: 3 * time.Second, warmup: time.Second}
 }

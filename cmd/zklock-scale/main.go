@@ -53,6 +53,7 @@ type config struct {
 	observers       int
 	json            bool
 	doc             string
+	warmup          time.Duration // every run's sessions loop this long, unmeasured, before it starts
 	sweep           []float64     // offered loads of the knee sweep, acquisitions/s (none: no sweep)
 	sweepDuration   time.Duration // length of each run of the sweep
 	kneeP99         time.Duration // the knee: the highest load served with a p99 wait within this
@@ -75,7 +76,7 @@ func (cfg config) workerConfig(spec runSpec, addrs []string, base string, first,
 	return workerConfig{
 		Lib: spec.Lib, MutexOnly: spec.MutexOnly, Addrs: addrs, Base: base, Paths: cfg.paths,
 		First: first, Count: count, Think: cmp.Or(spec.Think, cfg.think), Hold: cfg.hold, AcquireTimeout: cfg.acquireTimeout,
-		Duration: spec.Duration, SessionTimeout: cfg.sessionTimeout, ZipfS: cfg.zipfS, ZipfV: cfg.zipfV,
+		Duration: spec.Duration, Warmup: cfg.warmup, SessionTimeout: cfg.sessionTimeout, ZipfS: cfg.zipfS, ZipfV: cfg.zipfV,
 		ReadShare: cfg.readShare, Permits: cfg.permits, Seed: cfg.seed, Batch: cfg.batch, Out: out,
 	}
 }

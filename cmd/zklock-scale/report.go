@@ -52,7 +52,7 @@ func printReport(w io.Writer, cfg config, rs []result) {
 		cfg.voters, cfg.observers, cfg.sessions, cfg.procs)
 	fmt.Fprintf(w, "%d paths, Zipf s=%g v=%g; think %v (exponential), hold %v, acquire timeout %v; wait = call to grant;\n",
 		cfg.paths, cfg.zipfS, cfg.zipfV, cfg.think, cfg.hold, cfg.acquireTimeout)
-	fmt.Fprintf(w, "%s is zklock with WithOwnNodeWatch(false)\n\n", libZklockNoOwn)
+	fmt.Fprintf(w, "each run after a warm-up of %v (the same loop, unmeasured); %s is zklock with WithOwnNodeWatch(false)\n\n", cfg.warmup, libZklockNoOwn)
 	sweep := slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.Offered == 0 })
 	rs = slices.DeleteFunc(slices.Clone(rs), func(r result) bool { return r.Offered > 0 })
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)

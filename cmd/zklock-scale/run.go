@@ -98,7 +98,7 @@ func startWorkers(ctx context.Context, cfg config, addrs []string, spec runSpec,
 		}
 		ws = append(ws, w)
 	}
-	bound := time.Minute + time.Duration(cfg.sessions)*100*time.Millisecond
+	bound := time.Minute + time.Duration(cfg.sessions)*100*time.Millisecond + cfg.warmup + cfg.acquireTimeout
 	for _, w := range ws {
 		if _, err := w.expect(ctx, "ready", bound); err != nil {
 			return ws, err
