@@ -270,13 +270,18 @@ func execOptsOf(fset *flag.FlagSet, pos []string, stderr io.Writer) (*execOpts, 
 		return nil, usageError(stderr, "exec", "%s", msg)
 	}
 	var jobFlags []string // flags that need --once-per
+	oncePerSet := false
 	fset.Visit(func(f *flag.Flag) {
 		o.permitsSet = o.permitsSet || f.Name == "semaphore"
+		oncePerSet = oncePerSet || f.Name == "once-per"
 		if f.Name == "quiet" || f.Name == "not-run-exit" || f.Name == "retry-failed" {
 			jobFlags = append(jobFlags, "--"+f.Name)
 		}
 	})
-	if len(jobFlags) > 0 && o.oncePer == 0 {
+	if oncePerSet && o.oncePer < time.Millisecond {
+		return nil, usageError(stderr, "exec", "--once-per must be at least 1ms (leave it out to run the command every time)")
+	}
+	if len(jobFlags) > 0 && !oncePerSet {
 		return nil, usageError(stderr, "exec", "%s: use with --once-per", strings.Join(jobFlags, ", "))
 	}
 	if len(pos) > 0 {

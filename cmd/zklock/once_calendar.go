@@ -39,6 +39,9 @@ func (p *periodFlag) Set(s string) error {
 	if err != nil {
 		return fmt.Errorf("want a duration (1h, 30m) or day, week or month")
 	}
+	if d < time.Millisecond { // 0 would be no --once-per: every host would run the command
+		return fmt.Errorf("want a period of at least 1ms (leave --once-per out to run the command every time)")
+	}
 	*p = periodFlag{d: d}
 	return nil
 }

@@ -96,6 +96,14 @@ func TestExecOncePerQuietLosers(t *testing.T) {
 	code, _, stderr = runZK(t, 20*time.Second, "exec", "--quiet", path, "--", "true")
 	require.Equal(t, exitUsage, code, "--quiet needs --once-per")
 	require.Contains(t, stderr, "--quiet: use with --once-per")
+
+	// --once-per 0 is no period: a usage error, never "every host runs it".
+	for _, zero := range []string{"0", "0s", "-1h", "500us"} {
+		code, _, stderr = runZK(t, 20*time.Second, "exec", "--once-per", zero, "--quiet", "--not-run-exit", "0", path, "--", "true")
+		require.Equal(t, exitUsage, code, "--once-per %s: %s", zero, stderr)
+		require.Contains(t, stderr, "at least 1ms", "--once-per %s", zero)
+		require.NotContains(t, stderr, "use with --once-per", "--once-per %s was given", zero)
+	}
 }
 
 // TestExecOncePerRetryAndReset: a failed run is not run again in its
