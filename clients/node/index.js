@@ -35,8 +35,15 @@ export class ZklockError extends Error {
   }
 }
 
+/** "zklock: " + prefix + reason, without repeating what the service's reason says already ("zklock: lock lost: ..."). */
+function said(prefix, reason) {
+  let r = String(reason ?? '');
+  if (r.startsWith('zklock: ')) r = r.slice('zklock: '.length);
+  return r.startsWith(prefix) ? `zklock: ${r}` : `zklock: ${prefix}${r}`;
+}
+
 function coded(message, code, status) {
-  return new ZklockError(`zklock: ${message}`, code || 'failed', status);
+  return new ZklockError(said('', message), code || 'failed', status);
 }
 
 function goDuration(s) {
@@ -46,8 +53,9 @@ function goDuration(s) {
   return total;
 }
 
+/** A timeout in seconds as a Go duration, rounded up to whole milliseconds (a positive one never becomes "0ms"). */
 function duration(seconds) {
-  return seconds == null ? undefined : `${Math.round(seconds * 1000)}ms`;
+  return seconds == null ? undefined : `${Math.ceil(seconds * 1000)}ms`;
 }
 
 /** Splits a response body into lines as they come. */
@@ -116,11 +124,20 @@ export class Client {
    * Waits for the lock at path and returns the holding.
    * @param {string} path
    * @param {{timeout?: number, kind?: 'mutex'|'read'|'write'|'semaphore', limit?: number, permits?: number,
-   *          owner?: string, signal?: AbortSignal}} [opts] timeout in seconds (none: wait for ever); limit: a
+   *          owner?: string, signal?: AbortSignal}} [opts] timeout in seconds (none: wait for ever; 0: do not wait,
+   *   a try that rejects with code "timeout" at once if the lock is taken); limit: a
    *   semaphore's number of permits, permits: how many to take at once (1); signal: abandons the wait.
    * @returns {Promise<Holding>} rejects with a ZklockError (code "timeout", ...), or the signal's reason.
    */
-  lock(path, { timeout, kind = 'mutex', limit, permits, owner, signal } = {}) {
+  async lock(path, { timeout, kind = 'mutex', limit, permits, owner, signal } = {}) {
+    if (timeout != null && timeout <= 0) { // do not wait: a try
+      try {
+        return await this.#hold('/v1/lock/acquire', { path, kind, limit, permits, owner, try: true, ...me() }, signal);
+      } catch (err) {
+        if (err.code === 'locked') throw new ZklockError(err.message, 'timeout', err.status);
+        throw err;
+      }
+    }
     return this.#hold('/v1/lock/acquire', { path, kind, limit, permits, owner, timeout: duration(timeout), ...me() }, signal);
   }
 
@@ -294,6 +311,7 @@ export class Holding {
   #abort = new AbortController();
   #asked = false;
   #released = null;
+  #releasing = null;
   #ended;
 
   constructor(client, req, it, granted) {
@@ -334,7 +352,7 @@ export class Holding {
       reason = err.message;
     }
     if (this.#asked && this.#released !== null) return;
-    this.#abort.abort(coded(`lock lost: ${reason}`, 'lost', 0));
+    this.#abort.abort(coded(said('lock lost: ', reason), 'lost', 0));
   }
 
   /** True until the lock is released or lost. */
@@ -346,12 +364,17 @@ export class Holding {
   }
 
   /**
-   * Releases the lock (or resigns), once; resolves false if it had been lost. Within one ZooKeeper round trip. If the
+   * Releases the lock (or resigns), once (a later call resolves as the first); resolves false if it had been lost.
+   * Within one ZooKeeper round trip. If the
    * service cannot be asked, it closes the stream, which releases the lock as well, and rejects.
    * @returns {Promise<boolean>}
    */
-  async release() {
-    if (this.#asked) return this.#released ?? false;
+  release() {
+    this.#releasing ??= this.#release();
+    return this.#releasing;
+  }
+
+  async #release() {
     this.#asked = true;
     let ok;
     try {
@@ -402,7 +425,7 @@ export class Lease {
   #lose(reason) {
     if (this.signal.aborted) return;
     clearTimeout(this.#timer);
-    const err = reason instanceof Error ? reason : coded(`lease lost: ${reason}`, 'lease_lost', 0);
+    const err = reason instanceof Error ? reason : coded(said('lease lost: ', reason), 'lease_lost', 0);
     for (const h of this.#holdings.values()) h._lose(err);
     this.#abort.abort(err);
   }
@@ -423,7 +446,7 @@ export class Lease {
     try {
       const d = await this.#client._call('POST', '/v1/lease/keepalive', { lease: this.id });
       this.#deadline = sent + d.ttl_ms;
-      for (const h of d.holdings) if (h.lost) this.#holdings.get(h.id)?._lose(coded(`lock lost: ${h.lost}`, 'lost', 0));
+      for (const h of d.holdings) if (h.lost) this.#holdings.get(h.id)?._lose(coded(said('lock lost: ', h.lost), 'lost', 0));
     } catch (err) {
       if (leaseLost(err.code)) {
         this.#lose(err);
@@ -445,6 +468,14 @@ export class Lease {
    * @returns {Promise<LeaseHolding>} rejects with a ZklockError (code timeout, locked, lease_expired, ...).
    */
   async lock(path, { timeout = 30, kind = 'mutex', limit, permits, owner, try: tryOnly = false } = {}) {
+    if (!tryOnly && timeout <= 0) { // do not wait: a try
+      try {
+        return await this.lock(path, { kind, limit, permits, owner, try: true });
+      } catch (err) {
+        if (err.code === 'locked') throw new ZklockError(err.message, 'timeout', err.status);
+        throw err;
+      }
+    }
     const body = { lease: this.id, path, kind, limit, permits, owner, ...me() };
     if (tryOnly) body.try = true;
     else body.timeout = duration(timeout);

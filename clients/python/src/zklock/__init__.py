@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import socket
 import threading
@@ -85,10 +86,20 @@ def _error(status: int, body: bytes) -> ZklockError:
     return _coded(msg, code, status)
 
 
+def _said(prefix: str, reason: str) -> str:
+    """"zklock: " + prefix + reason, without repeating what the service's
+    reason says already ("zklock: lock lost: ...")."""
+    if reason.startswith("zklock: "):
+        reason = reason[len("zklock: "):]
+    if reason.startswith(prefix):
+        return "zklock: " + reason
+    return "zklock: " + prefix + reason
+
+
 def _coded(msg: str, code: str, status: int) -> ZklockError:
     cls = {"locked": Locked, "timeout": LockTimeout, "lost": LockLost,
            "lease_expired": LeaseLost, "lease_lost": LeaseLost, "lease_revoked": LeaseLost}.get(code, ZklockError)
-    return cls("zklock: " + msg, code, status)
+    return cls(_said("", msg), code, status)
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
@@ -104,9 +115,11 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
 
 
 def _duration(seconds: Optional[float]) -> Optional[str]:
+    # Rounded up to whole milliseconds: a positive timeout never becomes
+    # "0ms". A timeout of 0 is a try (the callers send "try" instead).
     if seconds is None:
         return None
-    return "%dms" % round(seconds * 1000)
+    return "%dms" % math.ceil(seconds * 1000)
 
 
 def _parse_go_duration(s: str) -> float:
@@ -218,12 +231,18 @@ class Client:
         waits for ever) and returns the holding, a context manager that
         releases it. ``kind`` is "mutex", "read", "write" or "semaphore"
         (with ``limit``, its number of permits, and ``permits`` taken at
-        once, default 1). Raises LockTimeout, or ZklockError."""
-        return self._hold(
-            "/v1/lock/acquire",
-            {"path": path, "kind": kind, "limit": limit, "permits": permits,
-             "timeout": _duration(timeout), "owner": owner, **_me()},
-        )
+        once, default 1). ``timeout=0`` does not wait: a try, raising
+        LockTimeout at once if the lock is taken. Raises LockTimeout, or
+        ZklockError."""
+        body = {"path": path, "kind": kind, "limit": limit, "permits": permits, "owner": owner, **_me()}
+        if timeout is not None and timeout <= 0:
+            body["try"] = True
+            try:
+                return self._hold("/v1/lock/acquire", body)
+            except Locked as e:
+                raise LockTimeout(str(e), "timeout", e.status) from e
+        body["timeout"] = _duration(timeout)
+        return self._hold("/v1/lock/acquire", body)
 
     def try_lock(self, path: str, **kw: Any) -> Optional["Holding"]:
         """Takes the lock only if it is free now: the holding, or None."""
@@ -430,7 +449,7 @@ class Holding:
     def check(self) -> None:
         """Raises LockLost once the lock is gone."""
         if self.lost.is_set():
-            raise LockLost("zklock: lock lost: %s" % self.reason, "lost")
+            raise LockLost(_said("lock lost: ", str(self.reason)), "lost")
 
     @property
     def held(self) -> bool:
@@ -534,13 +553,19 @@ class Lease:
     def check(self) -> None:
         """Raises LeaseLost once the lease is gone."""
         if self.lost.is_set() or time.monotonic() >= self._deadline:
-            raise LeaseLost("zklock: lease lost: %s" % (self.reason or "its ttl passed"), "lease_lost")
+            raise LeaseLost(_said("lease lost: ", self.reason or "its ttl passed"), "lease_lost")
 
     def lock(self, path: str, timeout: float = 30, *, kind: str = "mutex", limit: Optional[int] = None,
              permits: Optional[int] = None, owner: Optional[str] = None, try_: bool = False) -> "LeaseHolding":
         """Takes the lock at ``path`` with this lease, waiting at most
         ``timeout`` seconds (at most 300); raises LockTimeout, Locked (with
-        ``try_``), LeaseLost or ZklockError."""
+        ``try_``), LeaseLost or ZklockError. ``timeout=0`` does not wait:
+        a try, raising LockTimeout at once if the lock is taken."""
+        if timeout <= 0 and not try_:
+            try:
+                return self.lock(path, kind=kind, limit=limit, permits=permits, owner=owner, try_=True)
+            except Locked as e:
+                raise LockTimeout(str(e), "timeout", e.status) from e
         body = {"lease": self.id, "path": path, "kind": kind, "limit": limit, "permits": permits,
                 "owner": owner, **_me()}
         if try_:
@@ -623,7 +648,7 @@ class LeaseHolding:
     def check(self) -> None:
         """Raises LockLost once the lock (or its lease) is gone."""
         if self.lost.is_set():
-            raise LockLost("zklock: lock lost: %s" % self.reason, "lost")
+            raise LockLost(_said("lock lost: ", str(self.reason)), "lost")
         self._lease.check()
 
     def release(self) -> bool:

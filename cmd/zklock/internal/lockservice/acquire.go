@@ -34,7 +34,7 @@ func (s *Service) acquire(w http.ResponseWriter, r *http.Request, caller string)
 	if !decode(w, r, &req) || !s.checkPath(w, req.Path) {
 		return
 	}
-	timeout, ok := parseTimeout(w, req.Timeout)
+	timeout, ok := parseTimeout(w, req.Timeout, req.Try)
 	if !ok {
 		return
 	}
@@ -110,7 +110,7 @@ func (s *Service) campaign(w http.ResponseWriter, r *http.Request, caller string
 	if !decode(w, r, &req) || !s.checkPath(w, req.Path) {
 		return
 	}
-	timeout, ok := parseTimeout(w, req.Timeout)
+	timeout, ok := parseTimeout(w, req.Timeout, false)
 	if !ok {
 		return
 	}

@@ -69,3 +69,20 @@ func TestWatchesCountedAndOwners(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &h))
 	require.Equal(t, lockservice.HealthResponse{OK: true, Session: "connected"}, h)
 }
+
+// TestZeroTimeout: "timeout": "0s" is refused (it once waited for ever);
+// with try it is a try, as the clients send for a timeout of 0.
+func TestZeroTimeout(t *testing.T) {
+	s := serve(t, lockservice.Config{})
+	p := lockPath(t)
+	for _, route := range []string{"/v1/lock/acquire", "/v1/election/campaign"} {
+		code, body := s.call(t, "POST", route, map[string]any{"path": p, "timeout": "0s"})
+		require.Equal(t, http.StatusBadRequest, code, "%s: %s", route, body)
+		require.Contains(t, string(body), `send \"try\": true instead`)
+	}
+	held := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Timeout: "0s", Try: true})
+	require.Equal(t, http.StatusOK, held.status(t))
+	require.Equal(t, "granted", held.next(t).Event)
+	code, body := s.call(t, "POST", "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Timeout: "0ms", Try: true})
+	require.Equal(t, http.StatusConflict, code, string(body))
+}

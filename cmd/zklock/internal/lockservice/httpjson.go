@@ -35,15 +35,21 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// parseTimeout reads a request's timeout; "" is none. It returns false after
-// answering 400.
-func parseTimeout(w http.ResponseWriter, s string) (time.Duration, bool) {
+// parseTimeout reads a request's timeout; "" is none. A zero duration
+// ("0s") is refused unless the request is a try: it would read as "do not
+// wait", which is what try says, while a timeout of 0 once meant waiting
+// for ever. It returns false after answering 400.
+func parseTimeout(w http.ResponseWriter, s string, try bool) (time.Duration, bool) {
 	if s == "" {
 		return 0, true
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("timeout %q is not a non-negative duration such as \"5s\" or \"250ms\"", s))
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("timeout %q is not a positive duration such as \"5s\" or \"250ms\"", s))
+		return 0, false
+	}
+	if d == 0 && !try {
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("timeout %q: to not wait, send \"try\": true instead; to wait until you leave, send no timeout", s))
 		return 0, false
 	}
 	return d, true

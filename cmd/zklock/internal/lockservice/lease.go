@@ -427,7 +427,7 @@ func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller st
 	if !decode(w, r, &req) || !s.checkPath(w, req.Path) {
 		return
 	}
-	timeout, ok := parseTimeout(w, req.Timeout)
+	timeout, ok := parseTimeout(w, req.Timeout, req.Try)
 	if !ok {
 		return
 	}

@@ -16,11 +16,18 @@ const [me] = await client.status(`${pre}/try`);
 assert.equal(me.holder, true);
 assert.equal(me.owner, `tour (host ${os.hostname()} pid ${process.pid})`);
 assert.equal(await held.release(), true);
+assert.equal(await held.release(), true); // a second release answers as the first
 assert.ok(!held.held && !held.signal.aborted);
 
 // a timeout; a wait abandoned by a signal
 await client.withLock(`${pre}/timeout`, {}, async () => {
   await assert.rejects(client.lock(`${pre}/timeout`, { timeout: 0.2 }), (e) => e instanceof ZklockError && e.code === 'timeout');
+  // timeout 0 does not wait, nor does one under a millisecond wait for ever
+  for (const timeout of [0, 0.0001]) {
+    const began = Date.now();
+    await assert.rejects(client.lock(`${pre}/timeout`, { timeout }), (e) => e instanceof ZklockError && e.code === 'timeout' && !e.message.includes('zklock: zklock:'));
+    assert.ok(Date.now() - began < 3000, `timeout ${timeout} waited ${Date.now() - began} ms`);
+  }
   const ac = new AbortController();
   const waiting = client.lock(`${pre}/timeout`, { signal: ac.signal });
   setTimeout(() => ac.abort(new Error('gave up')), 200);
@@ -36,6 +43,9 @@ await r2.release();
 const w = await client.writeLock(`${pre}/rw`, { timeout: 5 });
 assert.ok(w.token > r2.token);
 await w.release();
+const free = await client.lock(`${pre}/free`, { timeout: 0 }); // free: timeout 0 takes it
+assert.ok(free.token > 0);
+await free.release();
 
 // a semaphore of 3: 2 permits, then 1 more, then none
 const two = await client.semaphore(`${pre}/sem`, 3, { permits: 2, timeout: 5 });

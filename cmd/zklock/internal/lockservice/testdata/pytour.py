@@ -5,6 +5,7 @@ import os
 import socket
 import sys
 import threading
+import time
 
 import zklock
 
@@ -28,6 +29,18 @@ with client.lock(pre + "/timeout"):
         raise AssertionError("granted while held")
     except zklock.LockTimeout as e:
         assert e.code == "timeout"
+    # timeout 0 does not wait, nor does one under a millisecond wait for ever
+    for timeout in (0, 0.0001):
+        began = time.monotonic()
+        try:
+            client.lock(pre + "/timeout", timeout=timeout)
+            raise AssertionError("granted while held")
+        except zklock.LockTimeout as e:
+            assert e.code == "timeout" and "zklock: zklock:" not in str(e), e
+        assert time.monotonic() - began < 3, (timeout, time.monotonic() - began)
+with client.lock(pre + "/free", timeout=0) as free:  # free: timeout 0 takes it
+    assert free.token > 0
+assert free.release() is True  # released: a second release answers as the first
 
 # readers share; a writer waits for them
 r1 = client.read_lock(pre + "/rw")
