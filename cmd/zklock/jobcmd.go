@@ -51,10 +51,11 @@ It takes the job's lock without waiting, so it never clears a run under
 way, and records who reset it (--owner, default "reset by <user>") and
 when, keeping the last success.
 
-Exit status: 0 on success (also when no run is recorded), 1 if ZooKeeper
-refused a request, 2 for a usage error, 69 if ZooKeeper could not be
-reached, 73 (--reset) if the job's lock is held: a run, or a start checking
-the period, is under way; try again after it.
+Exit status: 0 on success (also when no run is recorded, without --reset),
+1 if ZooKeeper refused a request, 2 for a usage error, 66 (--reset) if the
+path has no run recorded (a typo, most likely: nothing is written), 69 if
+ZooKeeper could not be reached, 73 (--reset) if the job's lock is held: a
+run, or a start checking the period, is under way; try again after it.
 `,
 	flags: func(fs *flag.FlagSet) {
 		addConnFlags(fs)
@@ -121,6 +122,15 @@ func resetJob(ctx context.Context, j *zklock.Job, owner string, stdout, stderr i
 	if owner == "" {
 		owner = "reset by " + userName()
 	}
+	// A path with no record is a typo, most likely: a reset would create a
+	// record there (of no job's period) and change nothing for the job.
+	last, err := j.LastRun(ctx)
+	if err != nil {
+		return jobFailed(stderr, "cannot read the record of", j.Path(), err)
+	}
+	if last.Outcome == "" {
+		return fail(stderr, exitNoRecord, "not reset: %s has no run recorded (in %s.run); check the path: it is the lock path given to 'zklock exec --once-per'", j.Path(), j.Path())
+	}
 	replaced, _, err := j.Reset(zklock.ContextWithOwner(ctx, owner))
 	switch {
 	case errors.Is(err, zklock.ErrLocked):
@@ -131,6 +141,10 @@ func resetJob(ctx context.Context, j *zklock.Job, owner string, stdout, stderr i
 	fmt.Fprintf(stdout, "reset %s (its last run: %s); the next start runs the job\n", j.Path(), describeRun(replaced))
 	return exitOK
 }
+
+// exitNoRecord is job --reset's exit code for a path with no run recorded
+// (EX_NOINPUT).
+const exitNoRecord = 66
 
 // jobFailed reports a failed read or reset and returns the exit code.
 func jobFailed(stderr io.Writer, what, path string, err error) int {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/zklock/zklock"
@@ -76,7 +77,11 @@ func describeRun(r zklock.Run) string {
 	case "running":
 		return fmt.Sprintf("%s, %s, no end recorded (running, or its runner died)", who, when)
 	case "reset":
-		return fmt.Sprintf("reset %s at %s: the next start runs the job", who, stamp(r.End))
+		by := strings.TrimSpace(r.Owner.Name)
+		if !strings.HasPrefix(by, "reset by ") {
+			by = "reset by " + by
+		}
+		return fmt.Sprintf("%s (on %s, pid %d) at %s: the next start runs the job", by, r.Owner.Host, r.Owner.PID, stamp(r.End))
 	case "failed":
 		return fmt.Sprintf("%s, %s, failed at %s (%s): %s", who, when, stamp(r.End), r.Cause, r.Error)
 	}

@@ -137,8 +137,17 @@ func TestExecOncePerRetryAndReset(t *testing.T) {
 	require.NotNil(t, st.LastSuccess)
 	require.Equal(t, st.Last.EndMs, st.LastSuccess.EndMs)
 
+	// A reset of a path with no record (a typo) is refused, and writes nothing.
+	typo := lockPath(t)
+	code, _, stderr = runZK(t, 20*time.Second, "job", "--reset", typo)
+	require.Equal(t, exitNoRecord, code, stderr)
+	require.Contains(t, stderr, "not reset: "+typo+" has no run recorded")
+	code, stdout, stderr := runZK(t, 20*time.Second, "job", typo)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, typo+": no run recorded\n", stdout)
+
 	// Reset; the next start runs; a reset while it holds the lock is refused.
-	code, stdout, stderr := runZK(t, 20*time.Second, "job", "--reset", path)
+	code, stdout, stderr = runZK(t, 20*time.Second, "job", "--reset", path)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "reset "+path+" (its last run: by ")
 	st = jobState(t, path)
@@ -165,6 +174,10 @@ func TestExecOncePerRetryAndReset(t *testing.T) {
 	st = jobState(t, path)
 	require.Equal(t, "reset", st.Last.Outcome)
 	require.Equal(t, "ops on call", st.Last.Owner)
+	code, stdout, stderr = runZK(t, 20*time.Second, "job", path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "last run: reset by ops on call (on ")
+	require.NotContains(t, stdout, "(reset by")
 	require.NotNil(t, st.Last.End)
 	require.NotNil(t, st.LastSuccess, "the reset keeps the last success")
 
