@@ -96,6 +96,10 @@ type LeaderResponse struct {
 type HealthResponse struct {
 	OK      bool   `json:"ok"`
 	Session string `json:"session"`
+	// Locks is "presumed_lost" when the service's locks are presumed lost
+	// (ZooKeeper's leader not heard from for too long) although the
+	// session's state has not changed yet.
+	Locks string `json:"locks,omitempty"`
 }
 
 // ErrorResponse is the body of every answer other than 2xx.

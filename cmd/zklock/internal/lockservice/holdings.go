@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -47,6 +48,9 @@ const maxLost = 4096
 func (s *Service) rememberLost(h *holding) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !errors.Is(h.endErr, errTokenRemoved) { // a loss ZooKeeper may be behind: /healthz asks it again
+		s.lossAt = time.Now()
+	}
 	s.lost[h.id] = h.caller
 	s.lostFIFO = append(s.lostFIFO, h.id)
 	if len(s.lostFIFO) > maxLost {

@@ -149,17 +149,62 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, caller string) {
 	}
 }
 
-// health answers GET /healthz: 200 while the session is in contact with
-// ZooKeeper, 503 otherwise.
-func (s *Service) health(w http.ResponseWriter, _ *http.Request, _ string) {
+// health answers GET /healthz: 200 while the service's locks hold and its
+// session is in contact with ZooKeeper, else 503. While it holds locks, the
+// signal is their leases' Deadline: once the earliest has passed, the
+// library presumes them lost (ZooKeeper's leader has not been heard from
+// for too long), whatever the connection state says; "locks" says
+// "presumed_lost" then. After a holding was lost, it stays 503 with that
+// until ZooKeeper answers a round trip sent since (one sync, at most
+// healthProof). With nothing held, the connection state is what there is.
+func (s *Service) health(w http.ResponseWriter, r *http.Request, _ string) {
 	st := s.c.State()
-	code := http.StatusOK
+	resp := HealthResponse{Session: st.String()}
 	switch st {
 	case zklock.StateConnected, zklock.StateReconnected:
-	default:
+		resp.OK = true
+	}
+	if resp.OK && s.locksPresumedLost(r.Context()) {
+		resp.OK, resp.Locks = false, "presumed_lost"
+	}
+	code := http.StatusOK
+	if !resp.OK {
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, HealthResponse{OK: code == http.StatusOK, Session: st.String()})
+	writeJSON(w, code, resp)
+}
+
+// healthProof bounds the round trip /healthz makes after a loss.
+const healthProof = time.Second
+
+// locksPresumedLost reports whether a lock the service holds has passed its
+// lease's Deadline, or a holding was lost and ZooKeeper has not answered
+// since.
+func (s *Service) locksPresumedLost(ctx context.Context) bool {
+	now := time.Now()
+	s.mu.Lock()
+	lossAt := s.lossAt
+	var hs []*holding
+	for _, h := range s.byID {
+		hs = append(hs, h)
+	}
+	for _, l := range s.leases {
+		for _, h := range l.holdings {
+			hs = append(hs, h)
+		}
+	}
+	s.mu.Unlock()
+	for _, h := range hs {
+		if d := h.lease.Deadline(); !d.IsZero() && !now.Before(d) {
+			return true
+		}
+	}
+	if lossAt.IsZero() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, healthProof)
+	defer cancel()
+	return !s.contactSince(ctx, lossAt)
 }
 
 // readFailed answers a failed read.

@@ -97,6 +97,7 @@ type Service struct {
 	lost     map[string]string // ids of holdings ended by a loss: their caller
 	lostFIFO []string          // the same ids, oldest first (at most maxLost)
 	closed   bool
+	lossAt   time.Time      // the latest loss of a holding (not by a token's removal): /healthz proves contact since
 	handlers sync.WaitGroup // Add under mu, while not closed
 
 	instance    string            // names this run of the service: the prefix of its lease ids

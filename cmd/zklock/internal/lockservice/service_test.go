@@ -240,7 +240,9 @@ func nextLeader(t *testing.T, events <-chan string) lockservice.LeaderResponse {
 
 // TestServiceCutOff: the service's session is cut off (the proxy stalls):
 // the holder's stream says "lost" within the loss bound, 0.8 of the
-// session timeout, and /healthz answers 503.
+// session timeout, and /healthz answers 503 from then on (locks
+// "presumed_lost" while the session may still say connected), until
+// ZooKeeper answers again.
 func TestServiceCutOff(t *testing.T) {
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	s := serve(t, lockservice.Config{}, proxy.Addr())
@@ -253,8 +255,18 @@ func TestServiceCutOff(t *testing.T) {
 	lost := a.next(t)
 	require.Equal(t, "lost", lost.Event)
 	require.Less(t, time.Since(stalled), 4*time.Second, "within 0.8 T (T = 4s) of the last contact")
-	eventually(t, "healthz 503", func() bool {
+	code, body := s.call(t, "GET", "/healthz", nil)
+	require.Equal(t, http.StatusServiceUnavailable, code, "healthz right after the loss: %s", body)
+	checkSchemaJSON(t, "HealthResponse", body)
+	var h lockservice.HealthResponse
+	require.NoError(t, json.Unmarshal(body, &h))
+	require.False(t, h.OK)
+	if h.Session == "connected" {
+		require.Equal(t, "presumed_lost", h.Locks, "503 while the session still says connected: %s", body)
+	}
+	proxy.Resume()
+	eventually(t, "healthz 200 once ZooKeeper answers again", func() bool {
 		code, _ := s.call(t, "GET", "/healthz", nil)
-		return code == http.StatusServiceUnavailable
+		return code == http.StatusOK
 	})
 }
