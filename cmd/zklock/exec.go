@@ -48,6 +48,9 @@ environment:
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to zklock are passed on to the
 command's process group, and the lock is released once the command has exited.
+What the command leaves in its process group (background children, or the
+children of a command killed by SIGKILL) gets SIGTERM, then SIGKILL after
+--grace, before the lock is released; the exit status stays the command's.
 While zklock is still waiting, these signals make it leave the queue and exit.
 When zklock runs in the foreground of a terminal, the command's process group
 gets the terminal while it runs (as under flock(1), it can read it, and

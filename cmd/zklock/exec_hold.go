@@ -38,7 +38,8 @@ func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stde
 	}
 	reap := startReaper(cmd.Process.Pid, o.grace)
 	r := o.supervise(cmd, lease, sigs, stderr)
-	reap.stop() // the command has exited: what it left is finish's to decide
+	reap.stop() // the command has exited: what it left is stopped below
+	o.stopLeftovers(cmd.Process.Pid, stderr)
 	if foreground {
 		takeTerminal()
 	}
@@ -243,4 +244,24 @@ func (o *execOpts) partTokens(lease *zklock.Lease) string {
 		b.WriteString(o.paths[i] + "=" + strconv.FormatInt(tok, 10))
 	}
 	return b.String()
+}
+
+// stopLeftovers stops what the command left running in its process group
+// (background children, a command killed by SIGKILL with its children
+// alive) before the lock is released, since they would run on without it:
+// SIGTERM, then SIGKILL after --grace if any is still there.
+func (o *execOpts) stopLeftovers(pgid int, stderr io.Writer) {
+	if syscall.Kill(-pgid, 0) != nil {
+		return // the group is empty
+	}
+	fmt.Fprintf(stderr, "zklock: the command exited leaving processes in its process group %d; stopping them before releasing %s: SIGTERM now, SIGKILL after %v\n", pgid, o.path, o.grace)
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	deadline := time.Now().Add(o.grace)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(-pgid, 0) != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }

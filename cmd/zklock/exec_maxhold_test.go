@@ -60,3 +60,30 @@ func TestExecMaxHoldNoRunOutlivesItsLock(t *testing.T) {
 		}
 	}
 }
+
+// TestExecStopsTheCommandsLeftovers: what the command leaves in its process
+// group (a background child; the children of a command killed by SIGKILL)
+// is stopped before the lock is released: the next holder never runs while
+// it lives. The exit status stays the command's.
+func TestExecStopsTheCommandsLeftovers(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		code   int
+	}{
+		{`sleep 1000 & echo $! > $0; echo started >> $1`, 0},
+		{`trap "" TERM; sh -c 'trap "" TERM; sleep 1000' & echo $! > $0; echo started >> $1; kill -9 $$`, 128 + 9},
+	} {
+		path := lockPath(t)
+		dir := t.TempDir()
+		pids, events := filepath.Join(dir, "pids"), filepath.Join(dir, "events")
+		p := start(t, "exec", "--grace", "500ms", path, "--", "sh", "-c", tc.script, pids, events)
+		require.Equal(t, tc.code, p.wait(t, 20*time.Second), p.errText())
+		require.Contains(t, p.errText(), "the command exited leaving processes in its process group")
+		code, _, stderr := runZK(t, 20*time.Second, "exec", path, "--", "sh", "-c",
+			`for p in $(cat $0); do if [ -e /proc/$p ] && ! grep -q ') Z ' /proc/$p/stat; then echo alive $p >> $1; fi; done; echo second >> $1`, pids, events)
+		require.Equal(t, 0, code, stderr)
+		b, err := os.ReadFile(events)
+		require.NoError(t, err)
+		require.Equal(t, "started\nsecond\n", string(b), "the leftovers outlived the lock")
+	}
+}
