@@ -32,7 +32,7 @@ func TestCLIDocExitCodes(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "zklock")
 	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/zklock").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	for _, name := range []string{"exec", "status", "leader", "limit", "break", "server"} {
+	for _, name := range []string{"exec", "status", "leader", "limit", "break", "server", "serve"} {
 		help, err := exec.Command(bin, "help", name).Output()
 		require.NoError(t, err)
 		_, codes, ok := strings.Cut(string(help), "Exit status:")
