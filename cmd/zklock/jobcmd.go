@@ -33,7 +33,12 @@ a day 86400000), calendar ("day at 02:00 Europe/Berlin", or "" for a
 duration), last and lastSuccess (each
 null or an object with slot, outcome, cause, error, host, pid, client,
 owner, start, end, startMs, endMs; times on ZooKeeper's clock, end and
-endMs null or 0 while a run has no end recorded). Outcomes are running,
+endMs null or 0 while a run has no end recorded; start and end in UTC
+with milliseconds, fixed width: 2026-11-25T14:05:00.120Z). slot is the
+period the run was made in: for a duration, the server's time in
+milliseconds divided by the period (slot n is [n·period, (n+1)·period));
+for a calendar, in its zone, a day's number from 1970-01-01, a week's from
+Monday 1969-12-29, a month's year*12 + month - 1 (2026-11: 24322). Outcomes are running,
 succeeded, failed and reset; causes of a failed run are error (non-zero
 exit), signal (stopped by a signal zklock passed on), hold-limit (stopped
 by --max-hold) and lost (the lock was lost). A monitor can alert when the
@@ -178,8 +183,8 @@ type runJSON struct {
 	PID     int        `json:"pid"`
 	Client  string     `json:"client"`
 	Owner   string     `json:"owner"`
-	Start   time.Time  `json:"start"`
-	End     *time.Time `json:"end"`
+	Start   string     `json:"start"` // RFC 3339, UTC, always with milliseconds (stamp)
+	End     *string    `json:"end"`
 	StartMs int64      `json:"startMs"`
 	EndMs   int64      `json:"endMs"`
 }
@@ -208,10 +213,10 @@ func toRunJSON(r zklock.Run) *runJSON {
 		return nil
 	}
 	j := &runJSON{Slot: r.Slot, Outcome: r.Outcome, Cause: r.Cause, Error: r.Error, Host: r.Owner.Host, PID: r.Owner.PID,
-		Client: r.Owner.Client, Owner: strings.TrimSpace(r.Owner.Name), Start: r.Start.UTC(), StartMs: r.Start.UnixMilli()}
+		Client: r.Owner.Client, Owner: strings.TrimSpace(r.Owner.Name), Start: stamp(r.Start), StartMs: r.Start.UnixMilli()}
 	if !r.End.IsZero() {
-		end := r.End.UTC()
-		j.End, j.EndMs = &end, end.UnixMilli()
+		end := stamp(r.End)
+		j.End, j.EndMs = &end, r.End.UnixMilli()
 	}
 	return j
 }

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/zklock/zklock"
@@ -88,6 +90,24 @@ func describeRun(r zklock.Run) string {
 	return fmt.Sprintf("%s, %s, succeeded at %s", who, when, stamp(r.End))
 }
 
+// exitText says how the command ended: "exit status 3", or "killed by
+// signal 9 (SIGKILL)" (its status 137).
+func exitText(ps *os.ProcessState) string {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if name, ok := signalNames[ws.Signal()]; ok {
+			return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), name)
+		}
+		return fmt.Sprintf("killed by signal %d", int(ws.Signal()))
+	}
+	return fmt.Sprintf("exit status %d", ps.ExitCode())
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGKILL: "SIGKILL", syscall.SIGSEGV: "SIGSEGV", syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM",
+	syscall.SIGTERM: "SIGTERM", syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGBUS: "SIGBUS",
+}
+
 // stamp is a record's time as zklock prints it: UTC, to the millisecond the
 // record keeps, so that every command shows one record's times alike.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
@@ -104,10 +124,10 @@ func (o *execOpts) endJob(cmd *exec.Cmd, notRun error) {
 	case cmd.ProcessState == nil:
 		outcome = errors.New("the command's exit was not seen")
 	case !cmd.ProcessState.Success() && o.signalled != nil:
-		outcome = fmt.Errorf("stopped by %s passed on from zklock: exit status %d", forwarded[o.signalled], exitStatus(cmd.ProcessState))
+		outcome = fmt.Errorf("stopped by %s passed on from zklock: %s", forwarded[o.signalled], exitText(cmd.ProcessState))
 		cause = zklock.CauseSignal
 	case !cmd.ProcessState.Success():
-		outcome = fmt.Errorf("exit status %d", exitStatus(cmd.ProcessState))
+		outcome = errors.New(exitText(cmd.ProcessState))
 	}
 	o.endJobCause(cause, outcome)
 }

@@ -59,6 +59,16 @@ func TestExecOncePerRecordsAFailure(t *testing.T) {
 	require.Equal(t, exitNotThisTime, code, stderr)
 	require.Contains(t, stderr, "failed at ")
 	require.Contains(t, stderr, ": exit status 3")
+
+	killed := lockPath(t)
+	code, _, stderr = runZK(t, 20*time.Second, "exec", "--once-per", "1h", killed, "--", "sh", "-c", "kill -9 $$")
+	require.Equal(t, 128+9, code, stderr)
+	st := jobState(t, killed)
+	require.Equal(t, "killed by signal 9 (SIGKILL)", st.Last.Error)
+	fixed := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+	require.Regexp(t, fixed, st.Last.Start, "fixed-width RFC 3339 with milliseconds")
+	require.NotNil(t, st.Last.End)
+	require.Regexp(t, fixed, *st.Last.End)
 }
 
 // jobState is 'zklock job --json <path>', decoded.
