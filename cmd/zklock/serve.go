@@ -44,7 +44,8 @@ heartbeat goes unacknowledged for 15s, TCP_USER_TIMEOUT), and one that
 stopped reading (a curl whose pipe closed) at the next heartbeat that
 cannot be written. A lost lock is
 written to its stream before the service grants the path to another of its
-callers. Scripts hold locks with 'zklock exec' or 'zklock lock', not curl.
+callers, in the service's order (seq), not in wall-clock time across
+processes: the fencing token is what a resource relies on. Scripts hold locks with 'zklock exec' or 'zklock lock', not curl.
 
 It listens on 127.0.0.1:7070 by default, or on a Unix socket (--unix).
 Anywhere but loopback it needs --token-file: callers then send
