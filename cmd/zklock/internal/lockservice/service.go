@@ -201,6 +201,17 @@ func Routes() []Route {
 	}
 }
 
+// methodsOf names the methods the route at path takes, "" for no route.
+func methodsOf(path string) string {
+	var ms []string
+	for _, rt := range Routes() {
+		if rt.Path == path {
+			ms = append(ms, rt.Method)
+		}
+	}
+	return strings.Join(ms, ", ")
+}
+
 // Handler returns the service's HTTP handler. Every request but GET
 // /healthz passes the browser check first (Host and Origin), then the token.
 func (s *Service) Handler() http.Handler {
@@ -209,6 +220,11 @@ func (s *Service) Handler() http.Handler {
 		mux.HandleFunc(rt.Method+" "+rt.Path, s.wrap(rt))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := methodsOf(r.URL.Path); allow != "" {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" "+r.URL.Path+": the route takes "+allow)
+			return
+		}
 		writeError(w, http.StatusNotFound, "not_found", "no such route: "+r.Method+" "+r.URL.Path+"; see docs/openapi.json")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -227,6 +243,10 @@ func (s *Service) Handler() http.Handler {
 // site) and Origin give it away. It returns false after answering.
 func (s *Service) fromProgram(w http.ResponseWriter, r *http.Request) bool {
 	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.cfg.AllowOrigins, o) {
+		if o == "null" { // a sandboxed or file:// page: allowing "null" would let any such page in
+			writeError(w, http.StatusForbidden, "forbidden_origin", "requests from web pages (Origin null: a sandboxed or local page) are refused")
+			return false
+		}
 		writeError(w, http.StatusForbidden, "forbidden_origin", "requests from web pages (Origin "+o+") are refused; start the service with --allow-origin "+o+" to accept that page")
 		return false
 	}
@@ -265,7 +285,7 @@ func (s *Service) wrap(rt Route) http.HandlerFunc {
 		caller := cred.name
 		r = r.WithContext(context.WithValue(r.Context(), credKey{}, cred))
 		if r.Method == http.MethodPost && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-			writeError(w, http.StatusUnsupportedMediaType, "bad_request", "the body must be JSON: send Content-Type: application/json")
+			writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "the body must be JSON: send Content-Type: application/json")
 			return
 		}
 		s.mu.Lock()

@@ -270,3 +270,45 @@ func TestServiceCutOff(t *testing.T) {
 		return code == http.StatusOK
 	})
 }
+
+// TestRequestEdges: a known route with the wrong method answers 405 and
+// names the method it takes; a body that is not JSON answers 415 with a
+// code of its own; the bearer scheme is case-insensitive (RFC 7235); a
+// page with Origin null (sandboxed, or a local file) is refused without
+// advice to let every such page in.
+func TestRequestEdges(t *testing.T) {
+	s := serve(t, lockservice.Config{Tokens: map[string]string{"s3cret": "alice"}})
+	send := func(method, route, ctype, auth, origin, body string) (*http.Response, lockservice.ErrorResponse) {
+		req, err := http.NewRequest(method, s.url+route, strings.NewReader(body))
+		require.NoError(t, err)
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		req.Header.Set("Authorization", auth)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var e lockservice.ErrorResponse
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return resp, e
+	}
+	resp, e := send("GET", "/v1/lock/acquire", "", "Bearer s3cret", "", "")
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, "method_not_allowed", e.Code)
+	require.Equal(t, "POST", resp.Header.Get("Allow"))
+	resp, e = send("POST", "/v1/lock/status", "text/plain", "Bearer s3cret", "", "x")
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, e.Error)
+	resp, e = send("POST", "/v1/lock/release", "text/plain", "Bearer s3cret", "", "{}")
+	require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, e.Error)
+	require.Equal(t, "unsupported_media_type", e.Code)
+	resp, e = send("GET", "/v1/lock/status?path="+lockPath(t), "", "bearer s3cret", "", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "a lower-case scheme: %s", e.Error)
+	resp, e = send("GET", "/v1/lock/status?path="+lockPath(t), "", "bearer wrong", "", "")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, e = send("GET", "/v1/lock/status?path="+lockPath(t), "", "Bearer s3cret", "null", "")
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.NotContains(t, e.Error, "--allow-origin", "no advice to let every sandboxed page in")
+}

@@ -83,10 +83,11 @@ func (s *Service) authenticate(r *http.Request) *credential {
 	if len(ts.live) == 0 {
 		return ts.local
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") { // the scheme is case-insensitive (RFC 7235)
 		return nil
 	}
+	got = strings.TrimLeft(got, " ")
 	var found *credential
 	for _, set := range [][]*credential{ts.live, ts.removed} {
 		for _, c := range set {
