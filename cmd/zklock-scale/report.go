@@ -82,9 +82,24 @@ func printReport(w io.Writer, cfg config, rs []result) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
+	printErrors(w, append(rs, sweep...))
 	if len(sweep) > 0 {
 		fmt.Fprintln(w)
 		printSweep(w, cfg, sweep)
+	}
+}
+
+// printErrors names the first error of every run that had any.
+func printErrors(w io.Writer, rs []result) {
+	for _, r := range rs {
+		if r.Errors == 0 {
+			continue
+		}
+		name := r.Name + " " + r.Lib
+		if r.Offered > 0 {
+			name += fmt.Sprintf(" at %g/s", r.Offered)
+		}
+		fmt.Fprintf(w, "%s: %d errors, the first: %s\n", name, r.Errors, r.FirstError)
 	}
 }
 
