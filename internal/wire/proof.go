@@ -73,7 +73,7 @@ func (c *wireConn) noteAnswer(sent, now int64, byLeader bool) {
 // with, not with a later, larger grant. w.mu is held.
 func (w *Tap) newGrant(granted time.Duration, session int64) {
 	if session != w.session {
-		w.session, w.proven = session, 0
+		w.session, w.proven = session, contactMark{watched: w.proven.watched}
 	} else {
 		granted = min(granted, w.granted)
 	}
@@ -85,12 +85,7 @@ func (w *Tap) newGrant(granted time.Duration, session int64) {
 
 // prove moves the leader's contact to sent; w.mu is held.
 func (w *Tap) prove(sent int64) {
-	if sent <= w.proven {
-		return
-	}
-	w.proven = sent
-	if w.provenWatched {
-		w.provenWatched = false
+	if w.proven.advance(sent) {
 		w.wakeClock()
 	}
 }
@@ -101,7 +96,7 @@ func (w *Tap) prove(sent int64) {
 func (w *Tap) LeaderContact() (time.Time, int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.epoch.Add(time.Duration(w.proven)), w.session
+	return w.epoch.Add(time.Duration(w.proven.at)), w.session
 }
 
 // ProofDue returns when a sync sent on the current connection would prove
@@ -127,9 +122,7 @@ func (w *Tap) ProofDue() (time.Time, bool) {
 func (w *Tap) WatchLeaderContact(seen time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.epoch.Add(time.Duration(w.proven)).After(seen) {
+	if w.proven.watch(int64(seen.Sub(w.epoch))) {
 		w.wakeClock()
-		return
 	}
-	w.provenWatched = true
 }

@@ -25,13 +25,13 @@ func grantedConn() *wireConn {
 func TestPureProofNeedsTheGap(t *testing.T) {
 	c := grantedConn()
 	c.noteAnswer(90*ms, 100*ms, false) // a ping answered by whichever server
-	assert.Zero(t, c.w.proven, "a server's own answer proves nothing")
+	assert.Zero(t, c.w.proven.at, "a server's own answer proves nothing")
 	c.noteAnswer(350*ms, 360*ms, true) // sent 250 ms after the ping's answer
-	assert.Zero(t, c.w.proven, "sent before the gap passed")
+	assert.Zero(t, c.w.proven.at, "sent before the gap passed")
 	c.noteAnswer(400*ms, 410*ms, true) // sent 300 ms after
-	assert.Equal(t, 90*ms, c.w.proven, "the ping's send time is proven")
+	assert.Equal(t, 90*ms, c.w.proven.at, "the ping's send time is proven")
 	c.noteAnswer(760*ms, 770*ms, true)
-	assert.Equal(t, 400*ms, c.w.proven, "the sync at 400 ms, answered at 410 ms, proven by one sent at 760 ms")
+	assert.Equal(t, 400*ms, c.w.proven.at, "the sync at 400 ms, answered at 410 ms, proven by one sent at 760 ms")
 }
 
 // A reply carrying an error is no proof: a refused request may never have
@@ -42,9 +42,9 @@ func TestPureProofNotFromAnError(t *testing.T) {
 	c.noteAnswer(5*ms, 6*ms, false)
 	c.sent = []sentReq{{at: 400 * ms, byLeader: true}, {at: 410 * ms, byLeader: true}}
 	require.NoError(t, c.parse(errorReply(1, -101))) // NoNode
-	assert.Zero(t, c.w.proven, "an error reply proves nothing")
+	assert.Zero(t, c.w.proven.at, "an error reply proves nothing")
 	require.NoError(t, c.parse(reply(2)))
-	assert.Equal(t, 5*ms, c.w.proven, "the same request answered without an error does")
+	assert.Equal(t, 5*ms, c.w.proven.at, "the same request answered without an error does")
 }
 
 // A connect response proves its request at once: the leader made or
@@ -53,10 +53,10 @@ func TestPureProofFromTheConnect(t *testing.T) {
 	c := testConn(70 * ms)
 	c.wrote = false
 	require.NoError(t, c.parse(connectResponse(1000, 1)))
-	assert.Equal(t, 70*ms, c.w.proven)
+	assert.Equal(t, 70*ms, c.w.proven.at)
 	c = testConn(70 * ms)
 	require.NoError(t, c.parse(connectResponse(0, 0)))
-	assert.Zero(t, c.w.proven, "a refused session proves nothing")
+	assert.Zero(t, c.w.proven.at, "a refused session proves nothing")
 }
 
 // Only a write or a sync counts as the leader's: reads and pings are answered
@@ -131,10 +131,10 @@ func TestPureProofAuthReplyOvertakesASync(t *testing.T) {
 	c.noteAnswer(90*ms, 100*ms, false)
 	c.sent = []sentReq{{at: 400 * ms, xid: 7, byLeader: true}, {at: 410 * ms, xid: 8}} // a sync, then an auth
 	require.NoError(t, c.parse(reply(8)))
-	assert.Zero(t, c.w.proven, "the auth's answer proves nothing")
+	assert.Zero(t, c.w.proven.at, "the auth's answer proves nothing")
 	assert.Equal(t, []int64{400 * ms}, sentTimes(c), "the sync is still outstanding")
 	require.NoError(t, c.parse(reply(7)))
-	assert.Equal(t, 90*ms, c.w.proven, "the sync's own answer does")
+	assert.Equal(t, 90*ms, c.w.proven.at, "the sync's own answer does")
 }
 
 // A new session starts the leader's word afresh (a lease of the old one is

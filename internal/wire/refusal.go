@@ -177,7 +177,7 @@ func (h *hostRounds) atOnce() bool {
 		return false // the last attempt failed, or this is the first
 	}
 	now := h.now()
-	worked := h.w.contact > h.connectedAt || now-h.connectedAt >= int64(atOnceEvery)
+	worked := h.w.heard.at > h.connectedAt || now-h.connectedAt >= int64(atOnceEvery)
 	if !worked || (h.wentAtOnce && now-h.lastAtOnce < int64(atOnceEvery)) {
 		return false
 	}

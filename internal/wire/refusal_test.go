@@ -98,7 +98,7 @@ func TestPureFirstAttemptAfterAConnectionThatWorkedGoesAtOnce(t *testing.T) {
 		}
 		if s.answered != 0 {
 			w.mu.Lock()
-			w.contact = s.answered * ms
+			w.heard.at = s.answered * ms
 			w.mu.Unlock()
 		}
 		now = s.at * ms

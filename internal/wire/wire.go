@@ -38,19 +38,17 @@ type Tap struct {
 	lastErr  error          // why the newest connection failed, for Connect's error
 	writes   uint64         // packets written, over all connections
 	expected []*Expectation // packets awaited by what they carry
-	contact  int64          // send time (ns since epoch) of the newest request the server answered
-	proven   int64          // send time of the newest request the leader is known to have heard (proof.go)
+	heard    contactMark    // the newest request a server answered (contact.go)
+	proven   contactMark    // the newest request the leader is known to have heard (proof.go)
 	session  int64          // the session of the newest connect response: proven and granted are its
 	current  *wireConn      // the newest connection: where a sync would go
 	granted  time.Duration  // session timeout granted: the smallest of the session's connect responses
 	dials    uint64         // connections opened so far: the connection epoch
 
 	// rearm wakes the client's loss clock when its nap may be too long: a
-	// connect response changed the granted timeout, or an answer came while
-	// contactWatched (the clock found the deadline passed: contact resumed).
-	rearm          chan struct{}
-	contactWatched bool
-	provenWatched  bool // as contactWatched, for the leader's contact
+	// connect response changed the granted timeout, or contact resumed
+	// after the clock found a deadline passed (a watched contactMark).
+	rearm chan struct{}
 
 	tls         *tls.Config // every connection is TLS, the handshake done in dial
 	chroot      *chroot     // the connect string's chroot, nil for none
@@ -277,7 +275,7 @@ func (w *Tap) sawWrite(p []byte) []*Expectation {
 func (w *Tap) LastContact() (time.Time, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.epoch.Add(time.Duration(w.contact)), w.granted
+	return w.epoch.Add(time.Duration(w.heard.at)), w.granted
 }
 
 // WatchContact makes the next answer sent after seen wake the loss clock
@@ -285,11 +283,9 @@ func (w *Tap) LastContact() (time.Time, time.Duration) {
 func (w *Tap) WatchContact(seen time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.epoch.Add(time.Duration(w.contact)).After(seen) {
+	if w.heard.watch(int64(seen.Sub(w.epoch))) {
 		w.wakeClock()
-		return
 	}
-	w.contactWatched = true
 }
 
 // Rearm delivers a wake-up when the client's loss clock should compute its

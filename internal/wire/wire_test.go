@@ -95,7 +95,7 @@ func stateOf(c *wireConn) wireState {
 		head:     append([]byte{}, c.head[:c.headN]...),
 		handled:  c.handled,
 		frames:   c.frames,
-		contact:  c.w.contact,
+		contact:  c.w.heard.at,
 		granted:  c.w.granted,
 	}
 }
@@ -141,7 +141,7 @@ func TestPureWireConnectResponseGrantsTimeout(t *testing.T) {
 	c := testConn(10)
 	require.NoError(t, c.parse(connectResponse(4000, 0x1234)))
 	assert.Equal(t, 4*time.Second, c.w.granted)
-	assert.Equal(t, int64(10), c.w.contact, "the connect request was answered")
+	assert.Equal(t, int64(10), c.w.heard.at, "the connect request was answered")
 	assert.Empty(t, c.sent)
 }
 
@@ -154,7 +154,7 @@ func TestPureWireRefusedSessionKeepsGrant(t *testing.T) {
 		// The refused connect still consumed its send time, so any reply
 		// after it lines up with its own request.
 		assert.Equal(t, []int64{20}, sentTimes(c), "timeout %d", timeout)
-		assert.Zero(t, c.w.contact, "timeout %d: a refused session is no news of a live one", timeout)
+		assert.Zero(t, c.w.heard.at, "timeout %d: a refused session is no news of a live one", timeout)
 	}
 }
 
@@ -163,10 +163,10 @@ func TestPureWireRepliesAdvanceContact(t *testing.T) {
 	require.NoError(t, c.parse(connectResponse(4000, 1)))
 	for i, want := range []int64{20, 30, 40} {
 		require.NoError(t, c.parse(reply(int32(i+1))))
-		assert.Equal(t, want, c.w.contact, "reply %d answers the request sent at %d", i+1, want)
+		assert.Equal(t, want, c.w.heard.at, "reply %d answers the request sent at %d", i+1, want)
 	}
 	require.NoError(t, c.parse(reply(4))) // nothing outstanding: must not panic or move contact
-	assert.Equal(t, int64(40), c.w.contact)
+	assert.Equal(t, int64(40), c.w.heard.at)
 }
 
 // The wire wakes the loss clock when a grant arrives or changes (a nap
@@ -208,10 +208,10 @@ func TestPureWireWakesTheLossClock(t *testing.T) {
 func TestPureWireNotificationsAnswerNothing(t *testing.T) {
 	c := testConn(10, 20)
 	require.NoError(t, c.parse(join(connectResponse(4000, 1), notification("/a"), notification("/b"))))
-	assert.Equal(t, int64(10), c.w.contact)
+	assert.Equal(t, int64(10), c.w.heard.at)
 	assert.Equal(t, []int64{20}, sentTimes(c), "a watch event must not pop a send time")
 	require.NoError(t, c.parse(reply(1)))
-	assert.Equal(t, int64(20), c.w.contact)
+	assert.Equal(t, int64(20), c.w.heard.at)
 }
 
 func TestPureWireSeveralFramesInOneRead(t *testing.T) {
@@ -219,7 +219,7 @@ func TestPureWireSeveralFramesInOneRead(t *testing.T) {
 	c := testConn(sent...)
 	require.NoError(t, c.parse(stream))
 	assert.Equal(t, 6, c.frames)
-	assert.Equal(t, int64(50), c.w.contact, "four requests answered after the connect")
+	assert.Equal(t, int64(50), c.w.heard.at, "four requests answered after the connect")
 	assert.Equal(t, []int64{60}, sentTimes(c))
 	assert.Equal(t, 4*time.Second, c.w.granted)
 	assert.Zero(t, c.left)

@@ -294,7 +294,9 @@ func (c *wireConn) connected(granted time.Duration, session int64) {
 	defer w.mu.Unlock()
 	w.newGrant(granted, session)
 	w.prove(req.at)
-	w.heard(req.at)
+	if w.heard.advance(req.at) {
+		w.wakeClock()
+	}
 }
 
 // answered handles a reply: the server has now heard from us at least as
@@ -308,17 +310,7 @@ func (c *wireConn) answered(xid int32, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c.noteAnswer(req.at, w.now(), ok && req.byLeader)
-	w.heard(req.at)
-}
-
-// heard moves the any-server contact to t; w.mu is held.
-func (w *Tap) heard(t int64) {
-	if t <= w.contact {
-		return
-	}
-	w.contact = t
-	if w.contactWatched {
-		w.contactWatched = false
+	if w.heard.advance(req.at) {
 		w.wakeClock()
 	}
 }
