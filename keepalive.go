@@ -27,8 +27,9 @@ type keepAlive struct {
 	closing <-chan struct{}
 
 	mu      sync.Mutex
-	demand  int  // leases held and acquisitions under way
-	running bool // the goroutine sending syncs runs: only while demand > 0
+	demand  int       // leases held and acquisitions under way
+	since   time.Time // when demand last rose from zero
+	running bool      // the goroutine sending syncs runs: only while demand > 0
 }
 
 func newKeepAlive(conn *zk.Conn, w *wire.Tap, asked time.Duration, until func() time.Duration,
@@ -45,6 +46,9 @@ func (k *keepAlive) want() (done func()) {
 	}
 	k.mu.Lock()
 	k.demand++
+	if k.demand == 1 {
+		k.since = time.Now()
+	}
 	if !k.running {
 		k.running = k.spawn(k.run)
 	}
@@ -57,6 +61,13 @@ func (k *keepAlive) want() (done func()) {
 			k.mu.Unlock()
 		})
 	}
+}
+
+// wantedSince is when demand last rose from zero.
+func (k *keepAlive) wantedSince() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.since
 }
 
 // idle ends the goroutine when nothing needs it: it reports true, under the
@@ -106,7 +117,9 @@ func (k *keepAlive) run() {
 // servers shorter than about a third of T ends no lease; one sync a gap
 // would prove the previous one but let the word grow 0.6 T old. Nearer the
 // deadline (at the first grant after a quiet spell, or after slow answers),
-// a sync goes as soon as it proves anything.
+// a sync goes as soon as it proves anything, but never in the first eighth of a
+// gap of a demand: an acquisition's create proves as much, and a client
+// that takes a lock now and then for a moment sends no sync at all.
 func (k *keepAlive) next(last time.Time) (time.Duration, bool) {
 	gap := k.gap()
 	due, ok := k.wire.ProofDue()
@@ -116,6 +129,9 @@ func (k *keepAlive) next(last time.Time) (time.Duration, bool) {
 	if k.until() > gap/2 {
 		due = maxTime(due, last.Add(gap/2))
 	}
+	// Not in the first eighth of a gap after demand rose: the acquisition's own
+	// create proves what a sync would, and a short hold needs none at all.
+	due = maxTime(due, k.wantedSince().Add(gap/8))
 	if wait := time.Until(due); wait > 0 {
 		return wait, false
 	}
