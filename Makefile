@@ -41,10 +41,13 @@ bench: zk
 
 # bench-scale measures zklock at ensemble scale (cmd/zklock-scale starts 3
 # voting servers and an observer with fsync on): 1000 sessions in 4 worker
-# processes on 10 000 Zipf-skewed paths, a 5-minute run of all primitives,
-# then 2 minutes each of mutexes only with zklock and with zk.Lock; it fails
-# on any broken exclusion. Not part of `make test`, which runs its quick
-# profile (TestQuickScale). SCALE_ARGS='-quick' or '-json' to change it.
+# processes on 10 000 Zipf-skewed paths, each run after a 20 s warm-up: a
+# 5-minute run of all primitives, 2 minutes each of mutexes only with
+# zklock, zklock without the own-node watch and zk.Lock, then the knee: a
+# sweep of offered loads (600 to 1 600/s) for the three, 20 s a point. About
+# 30 minutes; it fails on any broken exclusion. Not part of `make test`,
+# which runs its quick profile (TestQuickScale). SCALE_ARGS='-quick',
+# '-sweep ...' or '-json' to change it.
 SCALE_ARGS ?=
 bench-scale: zk
 	$(GO) run ./cmd/zklock-scale -doc docs/performance.md $(SCALE_ARGS)
