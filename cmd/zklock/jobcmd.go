@@ -175,18 +175,18 @@ func userName() string {
 // runJSON is a run as 'zklock job --json' prints it. Every field is always
 // present.
 type runJSON struct {
-	Slot    int64      `json:"slot"`
-	Outcome string     `json:"outcome"`
-	Cause   string     `json:"cause"`
-	Error   string     `json:"error"`
-	Host    string     `json:"host"`
-	PID     int        `json:"pid"`
-	Client  string     `json:"client"`
-	Owner   string     `json:"owner"`
-	Start   string     `json:"start"` // RFC 3339, UTC, always with milliseconds (stamp)
-	End     *string    `json:"end"`
-	StartMs int64      `json:"startMs"`
-	EndMs   int64      `json:"endMs"`
+	Slot    int64   `json:"slot"`
+	Outcome string  `json:"outcome"`
+	Cause   string  `json:"cause"`
+	Error   string  `json:"error"`
+	Host    string  `json:"host"`
+	PID     int     `json:"pid"`
+	Client  string  `json:"client"`
+	Owner   string  `json:"owner"`
+	Start   string  `json:"start"` // RFC 3339, UTC, always with milliseconds (stamp)
+	End     *string `json:"end"`
+	StartMs int64   `json:"startMs"`
+	EndMs   int64   `json:"endMs"`
 }
 
 // jobJSON is what 'zklock job --json' prints.
