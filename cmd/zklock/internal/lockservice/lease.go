@@ -319,10 +319,19 @@ func (s *Service) leaseHoldings(w http.ResponseWriter, r *http.Request, caller s
 // leaseResponse describes l; called with s.mu held.
 func (s *Service) leaseResponse(l *lease) LeaseResponse {
 	out := LeaseResponse{Lease: l.id, TTL: l.ttl.String(), TTLMillis: l.ttl.Milliseconds(), Holdings: []LeaseHolding{}}
-	for _, id := range l.order {
-		out.Holdings = append(out.Holdings, l.holdings[id].described)
+	for _, h := range l.inOrder() {
+		out.Holdings = append(out.Holdings, h.described)
 	}
 	return out
+}
+
+// inOrder returns l's holdings, oldest first; called with Service.mu held.
+func (l *lease) inOrder() []*holding {
+	hs := make([]*holding, 0, len(l.order))
+	for _, id := range l.order {
+		hs = append(hs, l.holdings[id])
+	}
+	return hs
 }
 
 // leaseRevoke answers POST /v1/lease/revoke: the lease ends, and every
@@ -343,10 +352,7 @@ func (s *Service) leaseRevoke(w http.ResponseWriter, r *http.Request, caller str
 		writeError(w, http.StatusGone, e.code, "lease "+l.id+" has ended: "+e.reason)
 		return
 	}
-	var hs []*holding
-	for _, id := range l.order {
-		hs = append(hs, l.holdings[id])
-	}
+	hs := l.inOrder()
 	s.endLeaseLocked(l, codeRevoked, "the lease was revoked")
 	s.mu.Unlock()
 	released := 0
@@ -670,10 +676,7 @@ func (s *Service) coversTTL(w http.ResponseWriter, r *http.Request, l *lease, un
 	ctx, cancel := context.WithTimeout(r.Context(), readBound)
 	defer cancel()
 	s.mu.Lock()
-	hs := make([]*holding, 0, len(l.order))
-	for _, id := range l.order {
-		hs = append(hs, l.holdings[id])
-	}
+	hs := l.inOrder()
 	s.mu.Unlock()
 	if s.trustedUntil(ctx, hs, until) {
 		return true
