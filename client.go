@@ -68,18 +68,6 @@ func newClient(conn *zk.Conn, own bool, w *wire.Tap, o options) *Client {
 	return c
 }
 
-// spawn runs fn on a goroutine Close waits for; false once Close began.
-func (c *Client) spawn(fn func()) bool {
-	if !c.track() {
-		return false
-	}
-	go func() {
-		defer c.wg.Done()
-		fn()
-	}()
-	return true
-}
-
 // ID returns the client's random id, recorded in its lock nodes.
 func (c *Client) ID() string { return c.me.id }
 

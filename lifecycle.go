@@ -43,6 +43,18 @@ func (lc *lifecycle) track() bool {
 	return true
 }
 
+// spawn runs fn on a goroutine Close waits for; false once Close began.
+func (lc *lifecycle) spawn(fn func()) bool {
+	if !lc.track() {
+		return false
+	}
+	go func() {
+		defer lc.wg.Done()
+		fn()
+	}()
+	return true
+}
+
 // trackRelease is track for a lease's release, which Close itself makes:
 // it succeeds until Close has finished releasing.
 func (lc *lifecycle) trackRelease() bool {

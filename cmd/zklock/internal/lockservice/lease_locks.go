@@ -1,0 +1,237 @@
+package lockservice
+
+// The locks a lease holds: taken (leaseAcquire), released by id, and kept
+// until then (keep).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/zklock/zklock"
+)
+
+// leaseRelease answers POST /v1/lease/release: one holding of the lease
+// ends; 409 lost if it was lost before.
+func (s *Service) leaseRelease(w http.ResponseWriter, r *http.Request, caller string) {
+	var req LeaseReleaseRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	l := s.findLease(w, caller, req.Lease)
+	if l == nil {
+		return
+	}
+	s.mu.Lock()
+	h := l.holdings[req.ID]
+	s.mu.Unlock()
+	if h == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no holding %q of lease %s (released, or never granted)", req.ID, l.id))
+		return
+	}
+	h.askRelease()
+	select {
+	case <-h.ended:
+	case <-r.Context().Done():
+		return
+	}
+	s.mu.Lock()
+	if h.forgotten() {
+		l.forget(h.id)
+	}
+	e := l.ended
+	s.mu.Unlock()
+	switch {
+	case h.endErr != nil && e != nil:
+		writeError(w, http.StatusGone, e.code, "lease "+l.id+" has ended: "+e.reason)
+	case h.endErr != nil:
+		writeError(w, http.StatusConflict, "lost", "the lock was lost before the release: "+reason(h.endErr))
+	default:
+		writeJSON(w, http.StatusOK, ReleaseResponse{ID: h.id, Released: true})
+	}
+}
+
+// forgotten: a released or lost holding leaves its lease's list once its
+// release was asked for.
+func (h *holding) forgotten() bool {
+	select {
+	case <-h.release:
+		return true
+	default:
+		return false
+	}
+}
+
+// forget drops holding id from l's list; called with s.mu held.
+func (l *lease) forget(id string) {
+	delete(l.holdings, id)
+	l.order = slices.DeleteFunc(l.order, func(o string) bool { return o == id })
+}
+
+// leaseAcquire answers POST /v1/lease/acquire: one JSON object, once the
+// lock is granted (or at once with try), that names the holding by id.
+func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller string) {
+	var req LeaseAcquireRequest
+	if !decode(w, r, &req) || !s.checkPath(w, req.Path) {
+		return
+	}
+	timeout, ok := parseTimeout(w, req.Timeout, req.Try)
+	if !ok {
+		return
+	}
+	if !req.Try && (timeout == 0 || timeout > maxLeaseWait) {
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("an acquire with a lease needs try, or a timeout of at most %v (its answer is one object, with nothing to keep a proxy from cutting a long wait)", maxLeaseWait))
+		return
+	}
+	areq := AcquireRequest{Path: req.Path, Kind: req.Kind, Limit: req.Limit, Permits: req.Permits}
+	lock, exclusive, err := s.locker(areq)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	l := s.findLease(w, caller, req.Lease)
+	if l == nil {
+		return
+	}
+	if !s.reserve(caller) {
+		writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("caller %s holds, waits for or watches %d locks already, the most this service allows", caller, s.cfg.MaxHolds))
+		return
+	}
+	reserved := true
+	defer func() {
+		if reserved {
+			s.unreserve(caller)
+		}
+	}()
+	// The wait ends with the caller's request, the lease, the service, or
+	// the timeout.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(l.ctx, cancel)
+	defer stop()
+	wait := ctx
+	if timeout > 0 {
+		var end context.CancelFunc
+		wait, end = context.WithTimeout(ctx, timeout)
+		defer end()
+	}
+	take := lock.Acquire
+	if req.Try {
+		take = lock.TryAcquire
+	}
+	owner := ownerName(r, caller, req.Owner, req.Host, req.PID) + " lease " + l.id[len(s.instance)+1:][:8]
+	zl, err := take(zklock.ContextWithOwner(wait, owner))
+	if err != nil {
+		if s.leaseEndedAnswer(w, l) {
+			return
+		}
+		s.acquireFailed(w, err, ctx.Err() == nil && wait.Err() != nil)
+		return
+	}
+	kind := req.Kind
+	if kind == "" {
+		kind = "mutex"
+	}
+	h := newHolding(newID(), caller, req.Path, exclusive, zl)
+	if !s.admit(ctx, h) {
+		_ = zl.Release(context.Background()) // bounded by the loss, 0.8 T
+		s.leaseEndedAnswer(w, l)
+		return
+	}
+	tok, _ := zl.Token(ctx)
+	h.described = LeaseHolding{ID: h.id, Path: req.Path, Kind: kind, Node: zl.Node(), Token: tok}
+	s.mu.Lock()
+	until := l.deadline
+	s.mu.Unlock()
+	trustCtx, trustEnd := context.WithTimeout(ctx, readBound)
+	trusted := s.trustedUntil(trustCtx, []*holding{h}, until)
+	trustEnd()
+	if !trusted {
+		s.unregister(h)
+		_ = zl.Release(context.Background())
+		writeError(w, http.StatusServiceUnavailable, "unreachable", "ZooKeeper's leader did not confirm the service's session for as long as the lease's TTL promises: the lock was released; try again")
+		return
+	}
+	s.mu.Lock()
+	if l.ended != nil || ctx.Err() != nil { // the lease ended, or the caller left, as it was granted
+		s.mu.Unlock()
+		s.unregister(h)
+		_ = zl.Release(context.Background())
+		s.leaseEndedAnswer(w, l)
+		return
+	}
+	l.holdings[h.id] = h
+	l.order = append(l.order, h.id)
+	s.bg.Add(1)
+	s.mu.Unlock()
+	reserved = false // the holding's goroutine gives it back
+	go s.keep(l, h)
+	writeJSON(w, http.StatusOK, LeaseAcquireResponse{Granted: true, ID: h.id, Lease: l.id, Path: req.Path, Node: zl.Node(), Token: tok})
+}
+
+// leaseEndedAnswer answers 410 and returns true if l has ended.
+func (s *Service) leaseEndedAnswer(w http.ResponseWriter, l *lease) bool {
+	s.mu.Lock()
+	e := l.ended
+	s.mu.Unlock()
+	if e == nil {
+		return false
+	}
+	writeError(w, http.StatusGone, e.code, "lease "+l.id+" has ended: "+e.reason)
+	return true
+}
+
+// keep watches one holding of a lease until it is released (by its id, or
+// with the lease) or lost; it records how it ended before closing h.ended,
+// so that the service grants the path to none of its other callers before
+// a keep-alive would say the loss. A loss while the service's session is
+// out of contact ends the whole lease.
+func (s *Service) keep(l *lease, h *holding) {
+	defer s.bg.Done()
+	defer s.unreserve(h.caller)
+	defer s.unregister(h)
+	defer close(h.ended)
+	select {
+	case <-s.leaseDone(h.lease):
+		h.endErr = s.leaseErr(h.lease)
+		if h.endErr == nil { // ended without a loss: only a Close does that
+			h.endErr = zklock.ErrClosed
+		}
+		st := s.c.State()
+		s.mu.Lock()
+		h.described.Lost = reason(h.endErr)
+		if st != zklock.StateConnected && st != zklock.StateReconnected || errors.Is(h.endErr, zklock.ErrClosed) {
+			s.endLeaseLocked(l, codeLost, "the service's ZooKeeper session was lost ("+st.String()+"): every lease's locks are lost: "+reason(h.endErr))
+		}
+		s.mu.Unlock()
+		if len(h.lease.Parts()) > 1 {
+			_ = h.lease.Release(context.Background()) // k permits: release the others
+		}
+	case <-h.release:
+		h.endErr = s.releaseLease(h)
+	case <-l.ctx.Done():
+		s.mu.Lock()
+		code, deadline := l.ended.code, l.deadline
+		s.mu.Unlock()
+		if code == codeLost { // the session was lost, or the service is stopping
+			// The caller may go on until its deadline: the node stays
+			// (or goes with the session, which cannot expire before it).
+			s.sleepUntil(deadline)
+		}
+		h.endErr = s.releaseLease(h)
+		if code == codeLost && h.endErr == nil {
+			h.endErr = errors.New("zklock: " + l.ended.reason)
+		}
+	}
+}
+
+// sleepUntil waits until t, whatever ctx says: the lease's promise to its
+// caller.
+func (s *Service) sleepUntil(t time.Time) {
+	if d := time.Until(t); d > 0 {
+		time.Sleep(d)
+	}
+}
