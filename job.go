@@ -263,8 +263,9 @@ func (j *Job) LastRun(ctx context.Context) (Run, error) {
 }
 
 // JobState is what a job's record says: its last run, and its last
-// succeeded run (the zero Run if none is remembered). A record written
-// before LastSuccess existed remembers a success only if it is one.
+// succeeded run (the zero Run if none is remembered), with who ran it. A
+// record written before LastSuccess existed remembers a success only if it
+// is one; one written before it kept its runner has a zero Owner there.
 type JobState struct {
 	Last        Run
 	LastSuccess Run
@@ -280,7 +281,8 @@ func (j *Job) State(ctx context.Context) (JobState, error) {
 	}
 	st := JobState{Last: rec.run}
 	if s := rec.success; s != nil {
-		st.LastSuccess = Run{Slot: s.Slot, Period: rec.run.Period, Start: time.UnixMilli(s.Start), End: time.UnixMilli(s.End), Outcome: "succeeded"}
+		st.LastSuccess = Run{Slot: s.Slot, Period: rec.run.Period, Calendar: rec.run.Calendar, Owner: s.Owner,
+			Start: time.UnixMilli(s.Start), End: time.UnixMilli(s.End), Outcome: "succeeded"}
 		if rec.run.Outcome == "succeeded" {
 			st.LastSuccess = rec.run
 		}

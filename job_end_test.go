@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -159,6 +160,9 @@ func TestJobReset(t *testing.T) {
 	st, err := j.State(ctxTimeout(t, 5*time.Second))
 	require.NoError(t, err)
 	require.Equal(t, first.End, st.LastSuccess.End, "the reset keeps the last success")
+	require.Equal(t, first.Owner.Client, st.LastSuccess.Owner.Client, "and who ran it, not who reset it")
+	require.Equal(t, os.Getpid(), st.LastSuccess.Owner.PID)
+	require.Empty(t, st.LastSuccess.Owner.Name)
 
 	second, err := j.Run(ctxTimeout(t, 10*time.Second), func(context.Context) error { return nil })
 	require.NoError(t, err, "the next start after a reset runs the job")

@@ -30,11 +30,13 @@ type jobRecord struct {
 	LastSuccess *jobSuccess `json:"lastSuccess,omitempty"`
 }
 
-// jobSuccess is a succeeded run as the records after it remember it.
+// jobSuccess is a succeeded run as the records after it remember it, with
+// who ran it (records written before the owner was kept have none).
 type jobSuccess struct {
 	Slot  int64 `json:"slot"`
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
+	Owner Owner `json:"owner,omitzero"`
 }
 
 // readRecord is the record as read: the run, its data, its stat (nil when
@@ -129,7 +131,7 @@ func decodeRun(data []byte, stat *zk.Stat) (Run, *jobSuccess) {
 	}
 	success := rec.LastSuccess
 	if rec.Outcome == "succeeded" {
-		success = &jobSuccess{Slot: rec.Slot, Start: rec.Start, End: run.End.UnixMilli()}
+		success = &jobSuccess{Slot: rec.Slot, Start: rec.Start, End: run.End.UnixMilli(), Owner: rec.Owner}
 	}
 	return run, success
 }
