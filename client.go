@@ -74,6 +74,13 @@ func (c *Client) ID() string { return c.me.id }
 // Conn returns the underlying connection, for requests zklock does not make.
 func (c *Client) Conn() *zk.Conn { return c.conn }
 
+// SessionTimeout returns the session timeout the server granted (it clamps
+// the one asked for to its minSessionTimeout..maxSessionTimeout), or the
+// one asked for (WithSessionTimeout) before the first session and on a
+// client built by NewClient, whose handshake zklock does not see. Derive
+// bounds from it, not from the one asked for.
+func (c *Client) SessionTimeout() time.Duration { return c.clock.granted() }
+
 // Close ends every wait with ErrClosed (removing its queue node), releases
 // every lease, runs pending cleanups, closes the connection if Connect opened
 // it, and waits for zklock's goroutines. It is idempotent and returns nil.

@@ -157,3 +157,17 @@ func TestGrantedReconnectedAfterLostReportedPromptly(t *testing.T) {
 	require.Less(t, took, grantedMax/3+boundSlack, "reconnected reported late")
 	t.Logf("reconnected reported %v after contact could resume", took.Round(time.Millisecond))
 }
+
+// SessionTimeout is the timeout the server granted, not the one asked for;
+// on a client built by NewClient (no handshake seen) it is the one asked for.
+func TestGrantedSessionTimeout(t *testing.T) {
+	zc := zktest.Start(t, zktest.WithMaxSessionTimeout(grantedMax))
+	c := connectVia(t, zc.Addrs(), zklock.WithSessionTimeout(zklock.DefaultSessionTimeout))
+	require.Equal(t, grantedMax, c.SessionTimeout())
+
+	conn, events := rawConn(t, zc.Addrs(), zklock.DefaultSessionTimeout)
+	nc, err := zklock.NewClient(conn, events, zklock.WithSessionTimeout(7*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { nc.Close() })
+	require.Equal(t, 7*time.Second, nc.SessionTimeout())
+}

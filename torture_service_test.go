@@ -63,9 +63,10 @@ const (
 	svcStream        = 1 << 22
 	// serviceAsksMore makes the service, under "granted", ask for more than
 	// the ensemble grants (10 s), as a service configured for another
-	// ensemble would. The service bounds a lease's TTL and trusts a proof
-	// of contact by the timeout it asked for, not the one granted: with
-	// this on, a lease's caller may hold past the service's session expiry.
+	// ensemble would. The service must bound a lease's TTL and trust a
+	// proof of contact by the timeout granted, not the one asked for: if
+	// it went by the asked one, a lease's caller could hold past the
+	// service's session expiry.
 	serviceAsksMore = false
 )
 

@@ -29,9 +29,10 @@ Serve answers an HTTP/JSON API (docs/serve.md, docs/openapi.json) over one
 ZooKeeper session: acquire a mutex, a read/write lock or a semaphore (waiting
 with a timeout, or trying), release it, campaign in an election, read or
 watch the leader, read a lock's queue; or, for callers that cannot keep a
-request open, grant a lease with a TTL (at most a third of
---session-timeout), keep it alive with plain requests, and take and release
-locks with it in separate requests.
+request open, grant a lease with a TTL (at most a third of the session
+timeout ZooKeeper granted: --session-timeout, or less if the servers'
+maxSessionTimeout is lower), keep it alive with plain requests, and take
+and release locks with it in separate requests.
 
 A caller holds a lock for as long as its acquire request stays open: the
 answer (sent at once) is a stream of JSON lines, "heartbeat" every
@@ -49,11 +50,13 @@ processes: the fencing token is what a resource relies on. Scripts hold locks wi
 
 It listens on 127.0.0.1:7070 by default, or on a Unix socket (--unix).
 Anywhere but loopback it needs --token-file: callers then send
-"Authorization: Bearer <token>". Paths outside --prefix are refused, and
-each caller (each token's name) holds, waits for or watches at most
---max-holds locks. Web pages are kept out: a request carrying an Origin
-header (not in --allow-origin) is refused, and on TCP so is one whose Host
-is not an IP address, localhost or an --allow-host name (DNS rebinding).
+"Authorization: Bearer <token>". Paths outside --prefix are refused (the
+paths the service made below it are removed once empty, 5s after their
+last holder left; --prefix itself never is), and each caller (each token's
+name) holds, waits for or watches at most --max-holds locks. Web pages
+are kept out: a request carrying an Origin header (not in --allow-origin)
+is refused, and on TCP so is one whose Host is not an IP address,
+localhost or an --allow-host name (DNS rebinding).
 
 The first line on stdout is "listening on http://ADDR" (or "unix:PATH").
 
@@ -70,9 +73,9 @@ keeps the tokens read before; stderr says why.
 SIGINT or SIGTERM ends every stream with "released" (its lock released) and
 every lease (its next call answers 410 lease_lost), and exits 0 once the
 leases' locks are released at their deadlines: within 5s plus the longest
-TTL (a third of --session-timeout), since a lease's caller may work until
-its deadline. A second SIGINT or SIGTERM exits at once, ending the leases'
-locks with the session before their callers' deadlines.
+TTL (a third of the granted session timeout), since a lease's caller may
+work until its deadline. A second SIGINT or SIGTERM exits at once, ending
+the leases' locks with the session before their callers' deadlines.
 
 Exit status:
 
@@ -89,7 +92,7 @@ Exit status:
 		fs.String("allow-host", "", "comma-separated host `names` accepted in the Host header besides IP addresses and localhost (the name a proxy or callers use)")
 		fs.String("allow-origin", "", "comma-separated `origins` (https://app.example) whose web pages may call the service; others are refused")
 		fs.String("token-file", "", "`file` of bearer tokens callers must send, one a line: 'name token' (or just the token); mode 600; SIGHUP reloads it")
-		fs.String("prefix", "/", "refuse lock and election paths outside this `path`")
+		fs.String("prefix", "/", "refuse lock and election paths outside this `path`; the empty paths the service made below it are removed")
 		fs.Int("max-holds", lockservice.DefaultMaxHolds, "most locks one caller (one token's name) may hold or wait for at once (`N`)")
 		fs.Int("max-leases", lockservice.DefaultMaxLeases, "most leases one caller may have at once (`N`); their locks count against --max-holds")
 		fs.Duration("session-timeout", zklock.DefaultSessionTimeout, "ZooKeeper session timeout (a `duration`): how long the locks outlive this process")
@@ -116,7 +119,6 @@ func runServe(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	if cfg.MaxLeases = flagValue[int](fs, "max-leases"); cfg.MaxLeases < 1 {
 		return usageError(stderr, "serve", "--max-leases must be at least 1")
 	}
-	cfg.SessionTimeout = flagValue[time.Duration](fs, "session-timeout")
 	if cfg.Heartbeat = flagValue[time.Duration](fs, "heartbeat"); cfg.Heartbeat < 10*time.Millisecond {
 		return usageError(stderr, "serve", "--heartbeat must be at least 10ms")
 	}
@@ -135,7 +137,13 @@ func runServe(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	}
 	defer ln.Close()
 
-	opts := []zklock.Option{zklock.WithSessionTimeout(flagValue[time.Duration](fs, "session-timeout"))}
+	opts := []zklock.Option{
+		zklock.WithSessionTimeout(flagValue[time.Duration](fs, "session-timeout")),
+		// Lock paths the service made below the prefix go once empty (after
+		// the cleanup delay), not only the last node of each: callers name
+		// paths freely, and the prefix is the boundary they share.
+		zklock.WithCleanupRoot(cfg.Prefix),
+	}
 	if flagValue[bool](fs, "verbose") {
 		l := slog.New(slog.NewTextHandler(stderr, nil))
 		opts = append(opts, zklock.WithLogger(l))
@@ -150,7 +158,7 @@ func runServe(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "serve", "%v", err)
 	}
-	return serveUntilSignal(ln, svc, serveStop{tokenFile: flagValue[string](fs, "token-file"), leaseDrain: cfg.SessionTimeout / 3}, stdout, stderr)
+	return serveUntilSignal(ln, svc, serveStop{tokenFile: flagValue[string](fs, "token-file")}, stdout, stderr)
 }
 
 // serveListen opens the listener the flags ask for; nil and the exit code
@@ -210,11 +218,9 @@ func listenTCP(addr string, ut time.Duration) (net.Listener, error) {
 const shutdownBound = 5 * time.Second
 
 // serveStop is what serveUntilSignal does on signals: the token file that
-// SIGHUP reloads ("" for none: SIGHUP is then not caught), and the longest
-// TTL a lease may have, which stopping waits for at most.
+// SIGHUP reloads ("" for none: SIGHUP is then not caught).
 type serveStop struct {
-	tokenFile  string
-	leaseDrain time.Duration
+	tokenFile string
 }
 
 // serveUntilSignal serves on ln until SIGINT or SIGTERM, reloading the
@@ -253,7 +259,7 @@ serving:
 			break serving
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownBound+st.leaseDrain)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownBound+svc.MaxLeaseTTL())
 	defer cancel()
 	closed := make(chan error, 1)
 	go func() { closed <- svc.Close(ctx) }()

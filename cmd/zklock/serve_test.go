@@ -148,3 +148,40 @@ func TestServeUnix(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.errText())
 }
+
+// TestServeRemovesEmptyPaths: a lock taken and released through 'zklock
+// serve' at PREFIX/a/b leaves nothing below --prefix once the cleanup delay
+// has passed (b, then a, both made by the service); the prefix stays.
+func TestServeRemovesEmptyPaths(t *testing.T) {
+	prefix := strings.TrimSuffix(lockPath(t), "/lock")
+	p := start(t, "serve", "--listen", "127.0.0.1:0", "--prefix", prefix)
+	c := serveCaller{base: "http://" + httpAddrOf(t, p.stdout, "listening on http://")}
+	path := prefix + "/a/b"
+	lines := c.lines(t, `{"path":"`+path+`"}`)
+	var granted struct{ Event, ID string }
+	require.NoError(t, json.Unmarshal([]byte(nextLine(t, lines)), &granted))
+	require.Equal(t, "granted", granted.Event)
+	obs := connect(t)
+	waitQueue(t, obs, path, 1)
+
+	code, _ := c.call(t, "POST", "/v1/lock/release", `{"id":"`+granted.ID+`"}`)
+	require.Equal(t, http.StatusOK, code)
+	released := time.Now()
+	eventually(t, prefix+"/a removed", func() bool {
+		ok, _, err := obs.Conn().Exists(prefix + "/a")
+		require.NoError(t, err)
+		return !ok
+	})
+	t.Logf("the empty paths went %v after the release", time.Since(released).Round(time.Millisecond))
+	ok, _, err := obs.Conn().Exists(prefix)
+	require.NoError(t, err)
+	require.True(t, ok, "the prefix itself was removed")
+	children, _, err := obs.Conn().Children(prefix)
+	require.NoError(t, err)
+	require.Empty(t, children)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.errText())
+	ok, _, err = obs.Conn().Exists(prefix)
+	require.NoError(t, err)
+	require.True(t, ok, "the prefix was removed as the service stopped")
+}

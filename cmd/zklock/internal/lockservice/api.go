@@ -124,7 +124,7 @@ func leaderOf(path string, l zklock.Leader) LeaderResponse {
 
 // LeaseGrantRequest is the body of POST /v1/lease/grant.
 type LeaseGrantRequest struct {
-	TTL string `json:"ttl"` // a Go duration ("3s"), between 1s and a third of the service's session timeout
+	TTL string `json:"ttl"` // a Go duration ("3s"), between 1s and a third of the session timeout ZooKeeper granted the service
 }
 
 // LeaseRequest is the body of POST /v1/lease/keepalive and /v1/lease/revoke.

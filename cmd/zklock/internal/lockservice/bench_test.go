@@ -56,7 +56,7 @@ func benchService(b *testing.B) (*lockservice.Service, string, *http.Client, fun
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, _ := lockservice.New(c, lockservice.Config{SessionTimeout: 6 * time.Second, MaxHolds: 100000, MaxLeases: 100000})
+	svc, _ := lockservice.New(c, lockservice.Config{MaxHolds: 100000, MaxLeases: 100000})
 	srv := newBenchServer(svc.Handler())
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096}}
 	return svc, srv.URL, hc, func() {

@@ -399,7 +399,7 @@ func TestClientsTour(t *testing.T) {
 func TestClientsLease(t *testing.T) {
 	eachLang(t, func(t *testing.T, l lang) {
 		t.Setenv("ZKLOCK_LEASE_TTL", "1")
-		s := serve(t, lockservice.Config{SessionTimeout: leaseSession})
+		s := serveAsking(t, leaseSession, lockservice.Config{})
 		p := lockPath(t)
 		c := startClient(t, l, s, p)
 		granted := c.line(t, 1)

@@ -15,12 +15,13 @@ package lockservice
 //   - it acknowledges a keep-alive (or a grant) that arrived at a only
 //     while the service's client trusts every lock the lease holds until
 //     at least a + TTL (zklock.Lease.Deadline: 80 % of the session timeout
-//     T after ZooKeeper's leader last confirmed the session, which is
-//     before the leader could expire it and grant the locks to anyone
-//     else), and a lock taken with the lease is answered only if it is
-//     trusted until the lease's current deadline; the caller's deadline
-//     (its sending plus TTL) comes before. If the service's session is cut
-//     off right after an acknowledgement, the caller stops first.
+//     T that ZooKeeper granted, Client.SessionTimeout, after ZooKeeper's
+//     leader last confirmed the session, which is before the leader could
+//     expire it and grant the locks to anyone else), and a lock taken with
+//     the lease is answered only if it is trusted until the lease's
+//     current deadline; the caller's deadline (its sending plus TTL) comes
+//     before. If the service's session is cut off right after an
+//     acknowledgement, the caller stops first.
 //   - it also wants a proof of contact sent no earlier than
 //     a - (0.75 T - TTL) (a sync: one serves every keep-alive that arrives
 //     while it is fresh), so that a keep-alive is refused at once when
@@ -92,9 +93,18 @@ const (
 // that a call with one answers how it ended.
 const maxEndedLeases = 4096
 
-// leaseTTLBounds returns the shortest and longest TTL a lease may have.
-func (s *Service) leaseTTLBounds() (time.Duration, time.Duration) {
-	return MinLeaseTTL, s.cfg.SessionTimeout / 3
+// leaseTTLBounds returns the shortest and longest TTL a lease may have, and
+// the session timeout ZooKeeper granted the service, which bounds it.
+func (s *Service) leaseTTLBounds() (lo, hi, granted time.Duration) {
+	granted = s.c.SessionTimeout()
+	return MinLeaseTTL, granted / 3, granted
+}
+
+// MaxLeaseTTL is the longest TTL a lease may have now: a third of the
+// session timeout ZooKeeper granted the service's client.
+func (s *Service) MaxLeaseTTL() time.Duration {
+	_, hi, _ := s.leaseTTLBounds()
+	return hi
 }
 
 // leaseGrant answers POST /v1/lease/grant.
@@ -105,9 +115,9 @@ func (s *Service) leaseGrant(w http.ResponseWriter, r *http.Request, caller stri
 		return
 	}
 	ttl, err := time.ParseDuration(req.TTL)
-	lo, hi := s.leaseTTLBounds()
+	lo, hi, granted := s.leaseTTLBounds()
 	if err != nil || ttl < lo || ttl > hi {
-		writeError(w, http.StatusBadRequest, "bad_ttl", fmt.Sprintf("ttl %q is not a duration between %v and %v (a third of the service's session timeout %v: the most it can promise if its own session is cut off; start it with a longer --session-timeout for longer leases)", req.TTL, lo, hi, s.cfg.SessionTimeout))
+		writeError(w, http.StatusBadRequest, "bad_ttl", fmt.Sprintf("ttl %q is not a duration between %v and %v (a third of the session timeout %v ZooKeeper granted the service: the most it can promise if its own session is cut off; start it with a longer --session-timeout, within the servers' maxSessionTimeout, for longer leases)", req.TTL, lo, hi, granted))
 		return
 	}
 	if !s.acknowledge(w, r, arrival, ttl) {

@@ -63,7 +63,7 @@ func (s *served) errorCode(t *testing.T, status int, method, route string, body 
 // expiryMargin of the last keep-alive's sending, the waiter is granted only
 // after, and the next keep-alive and release answer 410 lease_expired.
 func TestLeaseExpiry(t *testing.T) {
-	s := serve(t, lockservice.Config{SessionTimeout: leaseSession})
+	s := serveAsking(t, leaseSession, lockservice.Config{})
 	p := lockPath(t)
 	const ttl = time.Second
 	id := s.grantLease(t, ttl.String())
@@ -106,7 +106,7 @@ func TestLeaseExpiry(t *testing.T) {
 // semaphore's 3 permits, lists them, releases one by id, loses one to a
 // deletion (its release answers 409 lost), and a revoke releases the rest.
 func TestLeaseRevokeAndRelease(t *testing.T) {
-	s := serve(t, lockservice.Config{SessionTimeout: leaseSession})
+	s := serveAsking(t, leaseSession, lockservice.Config{})
 	id := s.grantLease(t, "2s")
 	pm, pr, ps, px := lockPath(t), lockPath(t), lockPath(t), lockPath(t)
 	m := s.leaseLock(t, lockservice.LeaseAcquireRequest{Lease: id, Path: pm, Timeout: "5s"})
@@ -171,13 +171,13 @@ func contenders(t *testing.T, c *zklock.Client, path string) []zklock.Contender 
 // TestLeaseBounds: TTLs out of range, a wait without a timeout, too many
 // leases or holdings, another caller's lease: refused with the message.
 func TestLeaseBounds(t *testing.T) {
-	s := serve(t, lockservice.Config{SessionTimeout: leaseSession, MaxLeases: 1, MaxHolds: 1, Tokens: map[string]string{"a": "alice", "b": "bob"}})
+	s := serveAsking(t, leaseSession, lockservice.Config{MaxLeases: 1, MaxHolds: 1, Tokens: map[string]string{"a": "alice", "b": "bob"}})
 	s.token = "a"
 	for _, ttl := range []string{"10ms", "2001ms", "1h", "soon", ""} {
 		code, body := s.call(t, "POST", "/v1/lease/grant", lockservice.LeaseGrantRequest{TTL: ttl})
 		require.Equal(t, http.StatusBadRequest, code, "ttl %q: %s", ttl, body)
 		checkSchemaJSON(t, "ErrorResponse", body)
-		require.Contains(t, string(body), "between 1s and 2s (a third of the service's session timeout 6s")
+		require.Contains(t, string(body), "between 1s and 2s (a third of the session timeout 6s ZooKeeper granted the service")
 		require.Contains(t, string(body), `"code":"bad_ttl"`)
 	}
 	id := s.grantLease(t, "2s")
@@ -206,14 +206,14 @@ func TestLeaseBounds(t *testing.T) {
 // stopped and another started in its place: the lock is free, and the
 // caller's next call with the lease answers 410 lease_lost.
 func TestLeaseServiceRestarted(t *testing.T) {
-	first := serve(t, lockservice.Config{SessionTimeout: leaseSession})
+	first := serveAsking(t, leaseSession, lockservice.Config{})
 	p := lockPath(t)
 	id := first.grantLease(t, "2s")
 	first.leaseLock(t, lockservice.LeaseAcquireRequest{Lease: id, Path: p, Try: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, first.svc.Close(ctx))
-	second := serve(t, lockservice.Config{SessionTimeout: leaseSession})
+	second := serveAsking(t, leaseSession, lockservice.Config{})
 	waitQueue(t, second.client, p, 0)
 	for _, call := range []struct {
 		method, route string
@@ -244,7 +244,7 @@ func TestLeaseServiceRestarted(t *testing.T) {
 // caller's rule (last acknowledged keep-alive's sending + TTL) has passed.
 func TestLeaseSessionCut(t *testing.T) {
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
-	s := serve(t, lockservice.Config{SessionTimeout: leaseSession}, proxy.Addr())
+	s := serveAsking(t, leaseSession, lockservice.Config{}, proxy.Addr())
 	p := lockPath(t)
 	const ttl = 2 * time.Second
 	id := s.grantLease(t, ttl.String())
@@ -318,7 +318,7 @@ func TestLeaseSessionCut(t *testing.T) {
 // service's own proof, so some keep-alives may be refused (503); never so
 // many in a row that the caller's rule would end the lease.
 func TestLeaseLongestTTLKeptAlive(t *testing.T) {
-	s := serve(t, lockservice.Config{SessionTimeout: leaseSession})
+	s := serveAsking(t, leaseSession, lockservice.Config{})
 	p := lockPath(t)
 	ttl := leaseSession / 3
 	id := s.grantLease(t, ttl.String())
@@ -349,7 +349,7 @@ func TestLeaseLongestTTLKeptAlive(t *testing.T) {
 // caller's other token (a rotation) keeps its stream. A removed token is
 // refused (401), an added one accepted.
 func TestSetTokens(t *testing.T) {
-	s := serve(t, lockservice.Config{SessionTimeout: leaseSession, Heartbeat: 100 * time.Millisecond, Tokens: map[string]string{"old": "alice", "new": "alice", "b": "bob"}})
+	s := serveAsking(t, leaseSession, lockservice.Config{Heartbeat: 100 * time.Millisecond, Tokens: map[string]string{"old": "alice", "new": "alice", "b": "bob"}})
 	as := func(tok string) *served { c := *s; c.token = tok; return &c }
 	old, nw, bob := as("old"), as("new"), as("b")
 	held, other := lockPath(t), lockPath(t)

@@ -82,8 +82,9 @@ func (s *Service) prove(p *proof) {
 // trusted is how long after a proof of contact the service's holdings
 // surely last: the client gives a lock up as lost (and its node may go)
 // 0.8 of the session timeout after ZooKeeper last answered; 0.75 leaves
-// room for the client's own clock checks.
-func (s *Service) trusted() time.Duration { return s.cfg.SessionTimeout * 3 / 4 }
+// room for the client's own clock checks. T is the timeout ZooKeeper
+// granted, by which the client's loss clock goes.
+func (s *Service) trusted() time.Duration { return s.c.SessionTimeout() * 3 / 4 }
 
 // coversTTL reports whether every lock l holds is trusted by the service's
 // client until at least until (the keep-alive's arrival plus the TTL): the

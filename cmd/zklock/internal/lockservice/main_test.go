@@ -60,19 +60,23 @@ func (s *served) httpClient() *http.Client {
 	return http.DefaultClient
 }
 
-// serve starts a service on servers (the shared cluster when nil); its
-// streams are ended, and the client closed, by t.Cleanup.
+// serve starts a service on servers (the shared cluster when nil), its
+// client asking for a 4 s session timeout; its streams are ended, and the
+// client closed, by t.Cleanup.
 func serve(t *testing.T, cfg lockservice.Config, servers ...string) *served {
+	t.Helper()
+	return serveAsking(t, 4*time.Second, cfg, servers...)
+}
+
+// serveAsking is serve with a client asking for the session timeout session.
+func serveAsking(t *testing.T, session time.Duration, cfg lockservice.Config, servers ...string) *served {
 	t.Helper()
 	if servers == nil {
 		servers = cluster.Addrs()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if cfg.SessionTimeout == 0 {
-		cfg.SessionTimeout = 4 * time.Second
-	}
-	c, err := zklock.Connect(ctx, servers, zklock.WithSessionTimeout(cfg.SessionTimeout))
+	c, err := zklock.Connect(ctx, servers, zklock.WithSessionTimeout(session))
 	require.NoError(t, err)
 	svc, err := lockservice.New(c, cfg)
 	require.NoError(t, err)

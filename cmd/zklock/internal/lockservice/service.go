@@ -68,10 +68,6 @@ type Config struct {
 	// AllowOrigins are the Origin values (scheme://host[:port]) accepted;
 	// a request carrying any other Origin (a web page's) is refused.
 	AllowOrigins []string
-	// SessionTimeout is the session timeout the service's client asked
-	// for (zklock.DefaultSessionTimeout when 0): a lease's TTL is at most a
-	// third of it.
-	SessionTimeout time.Duration
 	// MaxLeases limits the leases of one caller: DefaultMaxLeases when 0.
 	// Each lock a lease holds counts against MaxHolds.
 	MaxLeases int
@@ -135,14 +131,11 @@ func New(c *zklock.Client, cfg Config) (*Service, error) {
 	if cfg.Heartbeat < 0 {
 		return nil, errors.New("lockservice: Heartbeat must not be negative")
 	}
-	if cfg.SessionTimeout == 0 {
-		cfg.SessionTimeout = zklock.DefaultSessionTimeout
-	}
 	if cfg.MaxLeases == 0 {
 		cfg.MaxLeases = DefaultMaxLeases
 	}
-	if cfg.MaxLeases < 0 || cfg.SessionTimeout < 0 {
-		return nil, errors.New("lockservice: MaxLeases and SessionTimeout must not be negative")
+	if cfg.MaxLeases < 0 {
+		return nil, errors.New("lockservice: MaxLeases must not be negative")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
