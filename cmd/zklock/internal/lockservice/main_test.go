@@ -27,6 +27,9 @@ import (
 var cluster *zktest.Cluster
 
 func TestMain(m *testing.M) {
+	if servers := os.Getenv(loadChildEnv); servers != "" {
+		os.Exit(loadChildMain(servers)) // BenchmarkServiceLoad's service process
+	}
 	c, stop, err := zktest.StartMain()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
