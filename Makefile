@@ -57,7 +57,9 @@ zk:
 	./scripts/install-zookeeper.sh
 
 # interop installs the peers of the interoperability tests (internal/interop):
-# Curator's recipes and a JDK, and kazoo for Debian's python3.
+# Curator's recipes and a JDK, and kazoo for Debian's python3; and what
+# cmd/zklock's tests need besides: jq, and faketime (servers whose clocks
+# disagree).
 interop:
 	./scripts/install-interop.sh
 

@@ -2,11 +2,14 @@
 # Installs the peers of the interoperability tests (internal/interop): Apache
 # Curator's recipes for Java with a JDK to compile the test's driver, and
 # kazoo for Debian's python3, and jq, with which the docs' job-monitoring
-# query runs in a test. Idempotent: does nothing when all are there.
-# The tests look for them in the same places:
-#   Curator: /usr/share/java/curator-{recipes,framework,client}.jar (Debian)
-#   javac:   $JAVA_HOME/bin/javac, else javac on $PATH
-#   kazoo:   importable by /usr/bin/python3
+# query runs in a test, and faketime (libfaketime), with which a test starts
+# ZooKeeper servers whose clocks disagree. Idempotent: does nothing when all
+# are there. The tests look for them in the same places:
+#   Curator:   /usr/share/java/curator-{recipes,framework,client}.jar (Debian)
+#   javac:     $JAVA_HOME/bin/javac, else javac on $PATH
+#   kazoo:     importable by /usr/bin/python3
+#   faketime:  $ZKLOCK_LIBFAKETIME, else /usr/lib/*/faketime/libfaketime.so.1
+#              (Debian's libfaketime, which the faketime package pulls in)
 set -eu
 
 say() { echo "install-interop: $*"; }
@@ -18,19 +21,27 @@ have_javac() {
 	command -v javac >/dev/null 2>&1
 }
 have_kazoo() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import kazoo.recipe.lock' >/dev/null 2>&1; }
+have_faketime() {
+	if [ -n "${ZKLOCK_LIBFAKETIME:-}" ] && [ -f "$ZKLOCK_LIBFAKETIME" ]; then return 0; fi
+	for f in /usr/lib/*/faketime/libfaketime.so.1; do
+		[ -f "$f" ] && return 0
+	done
+	return 1
+}
 
 pkgs=
 have_curator || pkgs="$pkgs libcurator-recipes-java"
 have_javac || pkgs="$pkgs default-jdk-headless"
 have_kazoo || pkgs="$pkgs python3-kazoo"
 command -v jq >/dev/null 2>&1 || pkgs="$pkgs jq"
+have_faketime || pkgs="$pkgs faketime"
 if [ -z "$pkgs" ]; then
-	say "Curator, javac, kazoo and jq already installed; nothing to do"
+	say "Curator, javac, kazoo, jq and faketime already installed; nothing to do"
 	exit 0
 fi
 
 command -v apt-get >/dev/null 2>&1 ||
-	die "apt-get not available: install$pkgs yourself (Curator 5 jars in /usr/share/java, a JDK, kazoo for /usr/bin/python3)"
+	die "apt-get not available: install$pkgs yourself (Curator 5 jars in /usr/share/java, a JDK, kazoo for /usr/bin/python3, libfaketime)"
 SUDO=
 if [ "$(id -u)" != 0 ]; then
 	command -v sudo >/dev/null 2>&1 || die "not root and no sudo: run this script as root"
@@ -45,4 +56,5 @@ fi
 have_curator || die "Curator jars still missing after the install"
 have_javac || die "javac still missing after the install"
 have_kazoo || die "kazoo still not importable by /usr/bin/python3 after the install"
+have_faketime || die "libfaketime.so.1 still missing after the install (dpkg -L libfaketime shows where it went)"
 say "installed$pkgs"

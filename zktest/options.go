@@ -147,3 +147,18 @@ func WithTLS(clientAuth string) Option {
 func WithPartitions() Option {
 	return func(c *config) { c.partitions = true }
 }
+
+// WithClockShifts starts server i (index i, id i+1) with its wall clock
+// shifted by shifts[i] (missing entries: 0): an ensemble whose servers'
+// clocks disagree, as when one is off NTP. ZooKeeper stamps every
+// transaction (a node's ctime and mtime) with the wall clock of the server
+// that leads when it commits, so a leader change moves the ensemble's time
+// by the difference. The shift is made by preloading libfaketime into the
+// server's JVM (the monotonic clock, which times ticks and sessions, is left
+// alone) and stays with the server across Restart. It needs libfaketime
+// (Debian's faketime package, which make test installs; or
+// ZKLOCK_LIBFAKETIME naming libfaketime.so.1) and servers started here:
+// with ZKLOCK_TEST_SERVERS set, Start skips the test.
+func WithClockShifts(shifts ...time.Duration) Option {
+	return func(c *config) { c.ClockShifts = append([]time.Duration(nil), shifts...) }
+}

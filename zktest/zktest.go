@@ -82,6 +82,9 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		if cfg.partitions {
 			t.Skipf("zktest: test needs servers started here to partition them; %s is set", EnvServers)
 		}
+		if len(cfg.ClockShifts) > 0 {
+			t.Skipf("zktest: test needs servers with shifted clocks started here; %s is set", EnvServers)
+		}
 		if cfg.MaxSessionTimeout > 0 {
 			t.Skipf("zktest: test needs a server with a maximum session timeout of %v started here; %s is set", cfg.MaxSessionTimeout, EnvServers)
 		}
@@ -118,6 +121,9 @@ func StartMain(opts ...Option) (*Cluster, func(), error) {
 		}
 		if cfg.partitions {
 			return nil, nil, fmt.Errorf("zktest: partitions need servers started here; %s is set", EnvServers)
+		}
+		if len(cfg.ClockShifts) > 0 {
+			return nil, nil, fmt.Errorf("zktest: servers with shifted clocks need servers started here; %s is set", EnvServers)
 		}
 		if cfg.MaxSessionTimeout > 0 {
 			return nil, nil, fmt.Errorf("zktest: a maximum session timeout needs servers started here; %s is set", EnvServers)

@@ -22,6 +22,7 @@ type Cluster struct {
 	log      *Log
 	baseDir  string
 	tls      *TLSMaterial // nil: plain client ports
+	faketime string       // libfaketime's path, when a server's clock is shifted
 	stopOnce sync.Once
 }
 

@@ -104,6 +104,10 @@ func (s *Server) launch() error {
 	cmd := exec.Command(s.c.inst.java, args...)
 	cmd.Dir = s.dir
 	cmd.Stdin = nil
+	if shift := s.clockShift(); shift != 0 {
+		cmd.Env = append(os.Environ(), faketimeEnv(s.c.faketime, shift)...)
+		s.tail.add(fmt.Sprintf("zktest: server %d's wall clock shifted by %v (libfaketime)", s.id, shift))
+	}
 	setProcAttr(cmd)
 	r, w, err := os.Pipe()
 	if err != nil {

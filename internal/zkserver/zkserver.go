@@ -77,6 +77,13 @@ type Config struct {
 	// with certificates made at start-up; see Cluster.TLS. It needs a local
 	// install (not Docker).
 	TLS *TLSConfig
+	// ClockShifts, when set, shifts the wall clock of server i (index i,
+	// id i+1) by ClockShifts[i] (missing entries: 0), with libfaketime
+	// preloaded into its JVM: a server whose clock is set wrong. Its
+	// monotonic clock, by which ZooKeeper times ticks and sessions, is
+	// not shifted. A shift stays with the server across restarts. It
+	// needs a local install and libfaketime (EnvLibfaketime).
+	ClockShifts []time.Duration
 	// BeforeLaunch, when set, runs after the ports are chosen and before the
 	// servers are launched, with their client addresses (for tests).
 	BeforeLaunch func(addrs []string)
@@ -125,6 +132,12 @@ func Start(cfg Config) (*Cluster, func(), error) {
 	}
 	c := newLocal(inst, cfg, dirs)
 	c.baseDir = base
+	if shifted(cfg.ClockShifts) {
+		if c.faketime, err = findLibfaketime(); err != nil {
+			os.RemoveAll(base)
+			return nil, nil, err
+		}
+	}
 	if cfg.TLS != nil {
 		if c.tls, err = NewTLSMaterial(base+"/tls", "zklock-test-client"); err != nil {
 			os.RemoveAll(base)
@@ -146,6 +159,9 @@ func startDockerInstead(cfg Config, noInstall error) (*Cluster, func(), error) {
 	}
 	if cfg.MaxSessionTimeout > 0 {
 		return nil, nil, fmt.Errorf("zktest: a maximum session timeout needs a local ZooKeeper install: %w\n%s", noInstall, InstallHint)
+	}
+	if shifted(cfg.ClockShifts) {
+		return nil, nil, fmt.Errorf("zktest: servers with shifted clocks need a local ZooKeeper install: %w\n%s", noInstall, InstallHint)
 	}
 	if cfg.Ensemble == 1 {
 		addr, stop, derr := startDocker(cfg.Logf)
