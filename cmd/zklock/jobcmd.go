@@ -26,15 +26,16 @@ failed run ended) and its last success. Job prints it:
 
 	/jobs/report: once per 1h0m0s
 	last run: by web-2 pid 4242 (report), started 2026-11-25T14:05:00.120Z, failed at 2026-11-25T14:05:41.802Z (error): exit status 3
-	last success: started 2026-11-25T13:05:00.310Z, ended 2026-11-25T13:05:38.077Z
+	last success: by web-1 pid 917 (report), started 2026-11-25T13:05:00.310Z, ended 2026-11-25T13:05:38.077Z
 
 --json prints one JSON object: path, periodMs (a calendar's nominal length:
 a day 86400000), calendar ("day at 02:00 Europe/Berlin", or "" for a
-duration), last and lastSuccess (each
-null or an object with slot, outcome, cause, error, host, pid, client,
-owner, start, end, startMs, endMs; times on ZooKeeper's clock, end and
-endMs null or 0 while a run has no end recorded; start and end in UTC
-with milliseconds, fixed width: 2026-11-25T14:05:00.120Z). slot is the
+duration), last and lastSuccess (each null or an object with slot,
+outcome, cause, error, host, pid, client, owner, start, end, startMs,
+endMs; lastSuccess names who ran it, host "" for a success recorded
+before zklock kept its runner; times on ZooKeeper's clock, end and endMs
+null or 0 while a run has no end recorded; start and end in UTC with
+milliseconds, fixed width: 2026-11-25T14:05:00.120Z). slot is the
 period the run was made in: for a duration, the server's time in
 milliseconds divided by the period (slot n is [n·period, (n+1)·period));
 for a calendar, in its zone, a day's number from 1970-01-01, a week's from
@@ -115,11 +116,20 @@ func runJob(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: once per %s\nlast run: %s\n", path, runPeriod(st.Last), describeRun(st.Last))
 	if s := st.LastSuccess; s.Outcome != "" {
-		fmt.Fprintf(stdout, "last success: started %s, ended %s\n", stamp(s.Start), stamp(s.End))
+		fmt.Fprintf(stdout, "last success: %sstarted %s, ended %s\n", runnerOf(s), stamp(s.Start), stamp(s.End))
 	} else {
 		fmt.Fprintln(stdout, "last success: none recorded")
 	}
 	return exitOK
+}
+
+// runnerOf names who made a run ("by web-2 pid 4242 (report), "), or ""
+// for a success recorded before its runner was kept.
+func runnerOf(r zklock.Run) string {
+	if r.Owner.Host == "" && r.Owner.Client == "" {
+		return ""
+	}
+	return runner(r.Owner) + ", "
 }
 
 // resetJob clears the job's record and says what it replaced.
@@ -199,13 +209,18 @@ type jobJSON struct {
 }
 
 func printJobJSON(stdout, stderr io.Writer, path string, st zklock.JobState) int {
-	out := jobJSON{Path: path, PeriodMs: st.Last.Period.Milliseconds(), Calendar: st.Last.Calendar, Last: toRunJSON(st.Last), LastSuccess: toRunJSON(st.LastSuccess)}
-	b, err := json.Marshal(out)
+	b, err := json.Marshal(toJobJSON(path, st))
 	if err != nil {
 		return fail(stderr, exitFailure, "encoding JSON: %v", err)
 	}
 	fmt.Fprintf(stdout, "%s\n", b)
 	return exitOK
+}
+
+// toJobJSON is a job's record as 'zklock job --json' (and a row of
+// 'status --tree --json') shows it.
+func toJobJSON(path string, st zklock.JobState) jobJSON {
+	return jobJSON{Path: path, PeriodMs: st.Last.Period.Milliseconds(), Calendar: st.Last.Calendar, Last: toRunJSON(st.Last), LastSuccess: toRunJSON(st.LastSuccess)}
 }
 
 func toRunJSON(r zklock.Run) *runJSON {

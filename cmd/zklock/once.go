@@ -70,10 +70,7 @@ func describeRun(r zklock.Run) string {
 	if r.Outcome == "" {
 		return "none recorded"
 	}
-	who := fmt.Sprintf("by %s pid %d", r.Owner.Host, r.Owner.PID)
-	if r.Owner.Name != "" {
-		who += " (" + r.Owner.Name + ")"
-	}
+	who := runner(r.Owner)
 	when := "started " + stamp(r.Start)
 	switch r.Outcome {
 	case "running":
@@ -88,6 +85,15 @@ func describeRun(r zklock.Run) string {
 		return fmt.Sprintf("%s, %s, failed at %s (%s): %s", who, when, stamp(r.End), r.Cause, r.Error)
 	}
 	return fmt.Sprintf("%s, %s, succeeded at %s", who, when, stamp(r.End))
+}
+
+// runner names who ran a job: "by web-2 pid 4242 (report)".
+func runner(o zklock.Owner) string {
+	who := fmt.Sprintf("by %s pid %d", o.Host, o.PID)
+	if o.Name != "" {
+		who += " (" + o.Name + ")"
+	}
+	return who
 }
 
 // exitText says how the command ended: "exit status 3", or "killed by

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,7 +198,8 @@ func TestExecOncePerRetryAndReset(t *testing.T) {
 	code, stdout, stderr = runZK(t, 20*time.Second, "job", path)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, path+": once per 1h0m0s\nlast run: by ")
-	require.Contains(t, stdout, "last success: started ")
+	host, _ := os.Hostname()
+	require.Contains(t, stdout, "\nlast success: by "+host+" pid ")
 }
 
 // TestExecOncePerMaxHoldIsRecorded: a run stopped by --max-hold is recorded
@@ -422,4 +425,72 @@ func TestExecOncePerLostEndNotRecordedWarns(t *testing.T) {
 	st := jobState(t, path)
 	require.Equal(t, "running", st.Last.Outcome)
 	require.Nil(t, st.Last.End)
+}
+
+// TestJobLastSuccessNamesItsRunner: a success by one host, then a failed
+// run by another (after a reset, in the same period): the record's last
+// success still names the first host's owner and pid, in 'zklock job' and
+// in --json.
+func TestJobLastSuccessNamesItsRunner(t *testing.T) {
+	path := lockPath(t)
+	a := start(t, "exec", "--once-per", "1h", "--owner", "host-a", path, "--", "true")
+	require.Equal(t, 0, a.wait(t, 20*time.Second), a.errText())
+	code, _, stderr := runZK(t, 20*time.Second, "job", "--reset", path)
+	require.Equal(t, 0, code, stderr)
+	b := start(t, "exec", "--once-per", "1h", "--owner", "host-b", path, "--", "sh", "-c", "exit 3")
+	require.Equal(t, 3, b.wait(t, 20*time.Second), b.errText())
+
+	st := jobState(t, path)
+	require.Equal(t, "failed", st.Last.Outcome)
+	require.Equal(t, "host-b", st.Last.Owner)
+	require.Equal(t, b.cmd.Process.Pid, st.Last.PID)
+	require.NotNil(t, st.LastSuccess)
+	require.Equal(t, "succeeded", st.LastSuccess.Outcome)
+	require.Equal(t, "host-a", st.LastSuccess.Owner, "the success keeps its runner")
+	require.Equal(t, a.cmd.Process.Pid, st.LastSuccess.PID)
+	host, _ := os.Hostname()
+	require.Equal(t, host, st.LastSuccess.Host)
+	require.NotEmpty(t, st.LastSuccess.Client)
+	require.NotEqual(t, st.Last.Client, st.LastSuccess.Client, "two processes, two clients")
+
+	code, stdout, stderr := runZK(t, 20*time.Second, "job", path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, fmt.Sprintf("\nlast success: by %s pid %d (host-a), started ", host, a.cmd.Process.Pid))
+}
+
+// TestJobTreeMonitoringQueryFromTheDocs runs the docs' check of every job
+// under a root (status --tree --json), as written, with sh: it names the
+// job that never succeeded and not the one that did, ignores a plain lock,
+// and fails closed when ZooKeeper refuses. It needs jq, which make test
+// installs.
+func TestJobTreeMonitoringQueryFromTheDocs(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Fatal("jq is not installed: run `make test` (scripts/install-interop.sh installs it) or `apt-get install jq`")
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scheduled-jobs.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(doc), "### Monitoring")
+	require.True(t, ok, "the docs' Monitoring section")
+	_, block, ok := strings.Cut(section, "```sh\nzklock status --tree --json /jobs |")
+	require.True(t, ok, "the docs' check of every job")
+	script, _, _ := strings.Cut("zklock status --tree --json /jobs |"+block, "```")
+
+	root := lockPath(t)
+	script = strings.ReplaceAll(script, "/jobs", root+"/jobs")
+	good, bad := root+"/jobs/good", root+"/jobs/bad"
+	code, _, stderr := runZK(t, 20*time.Second, "exec", "--once-per", "1h", good, "--", "true")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runZK(t, 20*time.Second, "exec", "--once-per", "1h", bad, "--", "false")
+	require.Equal(t, 1, code, stderr)
+	_, err = mustMutexCLI(t, connect(t), root+"/jobs/plain").Acquire(context.Background())
+	require.NoError(t, err)
+	check := func(servers string) string {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), envServers+"="+servers, "GORACE=atexit_sleep_ms=0")
+		out, err := cmd.Output()
+		require.NoError(t, err, "the check's own status: %s", out)
+		return strings.TrimSpace(string(out))
+	}
+	require.Equal(t, "CRITICAL: "+bad+" has not succeeded in 2 periods", check(strings.Join(cluster.Addrs(), ",")))
+	require.Equal(t, "CRITICAL: the jobs under "+root+"/jobs could not be read", check(refusedAddr(t)))
 }

@@ -53,8 +53,10 @@ revoke_requested and max_hold_ms (the hold limit in milliseconds, 0 for
 none).
 
 A job's lock path (exec --once-per) also shows the job's last run under the
-table; 'zklock job <lock path> --json' prints the job's record for scripts
-and monitoring.
+table. --json keeps to the queue (an array of contenders, [] when nobody
+holds or waits, as scripts count on): a job's record is in 'zklock job
+--json <lock path>' for one job, and in the rows of --tree --json for every
+job under a root.
 
 Several paths print one table each; with --json, one JSON object keyed by
 path, each value an array as above.
@@ -62,8 +64,12 @@ path, each value an array as above.
 --tree <root> shows every lock path under <root> (a semaphore's path as one)
 in one table: PATH, HOLDER (its owner, or the node's data), HOST, PID, HELD
 (how long since the holder queued: at least its hold), QUEUE (nodes waiting
-behind the holders). --json prints an array of objects with the fields path,
-holders (the holding contenders, as above) and waiting.
+behind the holders), LAST RUN (a job's last outcome and when it ended, or
+"-" for a lock path that is no job's). A job's lock path is listed even
+while the job is idle and nobody holds it: its record (<lock path>.run)
+marks it. --json prints an array of objects with the fields path, holders
+(the holding contenders, as above), waiting and job (the job's record as
+'zklock job --json' prints it, or null).
 
 Every --json output of status has one form: a JSON array, one element per
 line (several paths: an object keyed by path, each value such an array).
@@ -77,7 +83,7 @@ request, 2 for a usage error, 69 if ZooKeeper could not be reached.
 	flags: func(fs *flag.FlagSet) {
 		addConnFlags(fs)
 		fs.Bool("json", false, "print JSON instead of a table")
-		fs.Bool("tree", false, "show every lock path under the given root: holder, how long since it queued, queue length")
+		fs.Bool("tree", false, "show every lock path under the given root: holder, how long since it queued, queue length, a job's last run")
 		fs.Bool("watch", false, "keep running and show it again at every change, until interrupted")
 	},
 	run: runStatus,
@@ -176,9 +182,15 @@ type statusView struct {
 func (v statusView) render(ctx context.Context, client *zklock.Client, watch bool, out, stderr io.Writer) (<-chan struct{}, int) {
 	paths := v.paths
 	w := newChangeWatch(client, watch)
+	var jobs map[string]zklock.JobState
 	if v.tree {
+		var runs []string
 		var err error
-		if paths, err = lockPathsUnder(ctx, client, v.paths[0], w); err != nil {
+		paths, runs, err = lockPathsUnder(ctx, client, v.paths[0], w)
+		if err == nil {
+			paths, jobs, err = withJobs(ctx, client, paths, runs)
+		}
+		if err != nil {
 			return nil, listFailed(stderr, v.paths[0], err)
 		}
 	}
@@ -194,9 +206,9 @@ func (v statusView) render(ctx context.Context, client *zklock.Client, watch boo
 	var code int
 	switch {
 	case v.tree && v.json:
-		code = printTreeJSON(out, stderr, paths, queues)
+		code = printTreeJSON(out, stderr, paths, queues, jobs)
 	case v.tree:
-		printTree(out, v.paths[0], paths, queues)
+		printTree(out, v.paths[0], paths, queues, jobs)
 	case v.json && len(paths) == 1:
 		code = printJSON(out, stderr, queues[0])
 	case v.json:

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -242,9 +243,9 @@ func TestStatusTreeAndWatch(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
-	require.Equal(t, []string{"PATH", "HOLDER", "HOST", "PID", "HELD", "QUEUE"}, strings.Fields(lines[0]))
+	require.Equal(t, []string{"PATH", "HOLDER", "HOST", "PID", "HELD", "QUEUE", "LAST", "RUN"}, strings.Fields(lines[0]))
 	require.True(t, strings.HasPrefix(lines[1], a+" "), out)
-	require.Equal(t, "1", strings.Fields(lines[1])[len(strings.Fields(lines[1]))-1], "one waiting on a")
+	require.Equal(t, []string{"1", "-"}, strings.Fields(lines[1])[len(strings.Fields(lines[1]))-2:], "one waiting on a, no job")
 	require.True(t, strings.HasPrefix(lines[2], sem+" "), out)
 	require.NotContains(t, out, b)
 
@@ -257,6 +258,7 @@ func TestStatusTreeAndWatch(t *testing.T) {
 	require.Len(t, rows[0].Holders, 1)
 	require.Equal(t, 1, rows[0].Waiting)
 	require.Equal(t, os.Getpid(), rows[1].Holders[0].PID)
+	require.Nil(t, rows[0].Job, "no job's lock path")
 
 	w := start(t, "status", "--watch", "--tree", root)
 	eventually(t, "the first view", func() bool { return strings.Count(w.outText(), a+" ") == 1 })
@@ -314,4 +316,54 @@ func TestLimitShowAndReset(t *testing.T) {
 	code, out, _ = runZK(t, 20*time.Second, "limit", path)
 	require.Equal(t, exitOK, code)
 	require.Contains(t, out, "limit 3")
+}
+
+// status --tree lists the jobs under a root with their last run, idle ones
+// too (their lock path gone, found by the record beside it): LAST RUN in
+// the table, job (as 'zklock job --json' prints it) in --json. A single
+// path's --json stays the array of contenders.
+func TestStatusTreeShowsJobs(t *testing.T) {
+	root := lockPath(t)
+	ok, failed, held := root+"/jobs/ok", root+"/jobs/failed", root+"/locks/held"
+	code, _, errOut := runZK(t, 20*time.Second, "exec", "--once-per", "1h", ok, "--", "true")
+	require.Equal(t, 0, code, errOut)
+	code, _, errOut = runZK(t, 20*time.Second, "exec", "--once-per", "1h", failed, "--", "sh", "-c", "exit 3")
+	require.Equal(t, 3, code, errOut)
+	c := connect(t)
+	_, err := mustMutexCLI(t, c, held).Acquire(context.Background())
+	require.NoError(t, err)
+
+	code, out, errOut := runZK(t, 20*time.Second, "status", "--tree", "--json", root)
+	require.Equal(t, exitOK, code, errOut)
+	var rows []treeRow
+	require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+	require.Len(t, rows, 3, out)
+	require.Equal(t, []string{failed, ok, held}, []string{rows[0].Path, rows[1].Path, rows[2].Path})
+	require.NotNil(t, rows[0].Job)
+	require.Equal(t, failed, rows[0].Job.Path)
+	require.Equal(t, int64(3600000), rows[0].Job.PeriodMs)
+	require.Equal(t, "failed", rows[0].Job.Last.Outcome)
+	require.Equal(t, "error", rows[0].Job.Last.Cause)
+	require.Equal(t, "exit status 3", rows[0].Job.Last.Error)
+	require.Nil(t, rows[0].Job.LastSuccess)
+	require.Empty(t, rows[0].Holders)
+	require.NotNil(t, rows[1].Job)
+	require.Equal(t, "succeeded", rows[1].Job.Last.Outcome)
+	require.NotNil(t, rows[1].Job.Last.End)
+	require.Equal(t, rows[1].Job.Last.EndMs, rows[1].Job.LastSuccess.EndMs)
+	require.Equal(t, jobState(t, ok), *rows[1].Job, "the record as 'zklock job --json' prints it")
+	require.Nil(t, rows[2].Job)
+	require.Len(t, rows[2].Holders, 1)
+
+	code, out, errOut = runZK(t, 20*time.Second, "status", "--tree", root)
+	require.Equal(t, exitOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 4, out)
+	require.Regexp(t, `^`+regexp.QuoteMeta(failed)+` .* failed \(error\) \d{4}-\d\d-\d\dT[\d:.]+Z$`, lines[1])
+	require.Regexp(t, `^`+regexp.QuoteMeta(ok)+` .* succeeded \d{4}-\d\d-\d\dT[\d:.]+Z$`, lines[2])
+	require.Regexp(t, `^`+regexp.QuoteMeta(held)+` .* 0 +-$`, lines[3])
+
+	code, out, errOut = runZK(t, 20*time.Second, "status", "--json", ok)
+	require.Equal(t, exitOK, code, errOut)
+	require.Equal(t, "[]\n", out, "a single path's --json keeps its form")
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -22,31 +23,36 @@ import (
 const maxTreeNodes = 10000
 
 // lockPathsUnder walks the tree under root and returns, sorted, every lock
-// path in it (lockpath.IsLockPath). It does not look inside a lock path.
-func lockPathsUnder(ctx context.Context, client *zklock.Client, root string, w *changeWatch) ([]string, error) {
+// path in it (lockpath.IsLockPath), and the leaves named like a job's
+// record (<lock path>.run), which may be a job's whose lock path is gone
+// while it is idle. It does not look inside a lock path.
+func lockPathsUnder(ctx context.Context, client *zklock.Client, root string, w *changeWatch) (paths, runs []string, err error) {
 	conn := client.Conn()
 	var out []string
 	queue, seen := []string{root}, 0
 	for len(queue) > 0 {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		p := queue[0]
 		queue = queue[1:]
 		if seen++; seen > maxTreeNodes {
-			return nil, fmt.Errorf("more than %d nodes under %s: give a narrower root", maxTreeNodes, root)
+			return nil, nil, fmt.Errorf("more than %d nodes under %s: give a narrower root", maxTreeNodes, root)
 		}
 		children, _, err := conn.Children(p)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			continue
 		case err != nil:
-			return nil, err
+			return nil, nil, err
 		}
 		w.add(p)
 		if lockpath.IsLockPath(children) {
 			out = append(out, p)
 			continue
+		}
+		if len(children) == 0 && strings.HasSuffix(p, jobRecordSuffix) {
+			runs = append(runs, p)
 		}
 		sort.Strings(children)
 		for _, c := range children {
@@ -56,7 +62,7 @@ func lockPathsUnder(ctx context.Context, client *zklock.Client, root string, w *
 		}
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, runs, nil
 }
 
 func join(parent, child string) string {
@@ -71,16 +77,19 @@ type treeRow struct {
 	Path    string          `json:"path"`
 	Holders []contenderJSON `json:"holders"`
 	Waiting int             `json:"waiting"`
+	// Job is the job's record, as 'zklock job --json' prints it; null for
+	// a lock path that is no job's.
+	Job *jobJSON `json:"job"`
 }
 
-func printTree(out io.Writer, root string, paths []string, queues [][]zklock.Contender) {
+func printTree(out io.Writer, root string, paths []string, queues [][]zklock.Contender, jobs map[string]zklock.JobState) {
 	if len(paths) == 0 {
 		fmt.Fprintf(out, "no lock paths under %s\n", root)
 		return
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PATH\tHOLDER\tHOST\tPID\tHELD\tQUEUE")
+	fmt.Fprintln(tw, "PATH\tHOLDER\tHOST\tPID\tHELD\tQUEUE\tLAST RUN")
 	for i, p := range paths {
 		holder, host, pid, held, waiting := "-", "-", "-", "-", 0
 		for _, c := range queues[i] {
@@ -98,15 +107,19 @@ func printTree(out io.Writer, root string, paths []string, queues [][]zklock.Con
 				holder = "data " + strconv.Quote(truncate(string(c.Data), 24))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", p, truncate(holder, 32), host, pid, held, waiting)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", p, truncate(holder, 32), host, pid, held, waiting, lastRunCell(jobs, p))
 	}
 	tw.Flush()
 }
 
-func printTreeJSON(out, stderr io.Writer, paths []string, queues [][]zklock.Contender) int {
+func printTreeJSON(out, stderr io.Writer, paths []string, queues [][]zklock.Contender, jobs map[string]zklock.JobState) int {
 	rows := make([]any, len(paths))
 	for i, p := range paths {
 		row := treeRow{Path: p, Holders: []contenderJSON{}}
+		if st, ok := jobs[p]; ok {
+			j := toJobJSON(p, st)
+			row.Job = &j
+		}
 		for pos, c := range queues[i] {
 			if c.Holder {
 				row.Holders = append(row.Holders, toJSON(pos, c))

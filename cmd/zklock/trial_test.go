@@ -59,7 +59,7 @@ func TestStatusTreeOfTheWholeTree(t *testing.T) {
 
 	code, out, stderr := runZK(t, 20*time.Second, "status", "--tree", "/")
 	require.Equal(t, exitOK, code, stderr)
-	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(path)+` +tree-root +\S+ +\d+ +\S+ +0$`, out)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(path)+` +tree-root +\S+ +\d+ +\S+ +0 +-$`, out)
 	require.NotContains(t, out, "/zookeeper")
 }
 
