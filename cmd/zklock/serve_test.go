@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock/zktest"
 )
 
 // httpAddrOf waits for the line naming where p serves (prefix, then the
@@ -184,4 +187,68 @@ func TestServeRemovesEmptyPaths(t *testing.T) {
 	ok, _, err = obs.Conn().Exists(prefix)
 	require.NoError(t, err)
 	require.True(t, ok, "the prefix was removed as the service stopped")
+}
+
+// timedOutBound is how late after its timeout 'zklock serve' answers a wait
+// that timed out, as docs/serve.md states it: within the cleanup timeout
+// (1 s) when ZooKeeper stalls at the deadline, a round trip otherwise; with
+// room for a loaded machine.
+const timedOutBound = time.Second + 750*time.Millisecond
+
+// TestServeTimedOutWaitAnswersWithinBound: a stream's wait and a lease's
+// acquire whose 1 s timeout passes while another holds the lock are
+// answered (failed or 408, code timeout) within timedOutBound of it. With
+// ZooKeeper answering, the waiter's node is gone when the answer comes;
+// with ZooKeeper stalled from 300 ms before the deadline, the answer does
+// not wait for the delete, which removes the node once ZooKeeper answers.
+func TestServeTimedOutWaitAnswersWithinBound(t *testing.T) {
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	p := start(t, "serve", "--listen", "127.0.0.1:0", "--servers", proxy.Addr())
+	c := serveCaller{base: "http://" + httpAddrOf(t, p.stdout, "listening on http://")}
+	path := lockPath(t)
+	holder := connect(t)
+	m, err := holder.NewMutex(path)
+	require.NoError(t, err)
+	l, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	defer l.Release(context.Background())
+
+	const timeout = time.Second
+	for _, tc := range []struct {
+		name         string
+		lease, stall bool
+	}{{"stream", false, false}, {"stream stalled", false, true}, {"lease", true, false}, {"lease stalled", true, true}} {
+		wait := func() string { // sends the wait and returns its answer's code
+			if !tc.lease {
+				lines := c.lines(t, `{"path":"`+path+`","timeout":"1s"}`)
+				var failed struct{ Event, Code string }
+				require.NoError(t, json.Unmarshal([]byte(nextLine(t, lines)), &failed))
+				require.Equal(t, "failed", failed.Event)
+				return failed.Code
+			}
+			status, body := c.call(t, "POST", "/v1/lease/grant", `{"ttl":"3s"}`)
+			require.Equal(t, http.StatusOK, status, "%v", body)
+			lease := body["lease"].(string)
+			defer c.call(t, "POST", "/v1/lease/revoke", `{"lease":"`+lease+`"}`)
+			status, body = c.call(t, "POST", "/v1/lease/acquire", `{"lease":"`+lease+`","path":"`+path+`","timeout":"1s"}`)
+			require.Equal(t, http.StatusRequestTimeout, status, "%v", body)
+			return body["code"].(string)
+		}
+		start := time.Now()
+		if tc.stall {
+			stall := time.AfterFunc(timeout-300*time.Millisecond, proxy.Stall)
+			defer stall.Stop()
+		}
+		require.Equal(t, "timeout", wait(), tc.name) // "timeout passed while others held the lock"
+		took := time.Since(start)
+		t.Logf("%s: answered %v after the timeout", tc.name, (took - timeout).Round(time.Millisecond))
+		require.GreaterOrEqual(t, took, timeout, tc.name)
+		require.Less(t, took, timeout+timedOutBound, tc.name)
+		if !tc.stall {
+			require.Len(t, contendersOf(t, holder, path), 1, "%s: the waiter's node outlived the answer", tc.name)
+			continue
+		}
+		proxy.Resume()
+		waitQueue(t, holder, path, 1)
+	}
 }
