@@ -33,3 +33,23 @@ func TestClockShifts(t *testing.T) {
 	conn = zktest.Connect(t, c.Addrs(), 10*time.Second)
 	require.InDelta(t, time.Now().Add(shift).UnixMilli(), ctime(conn, "/after").UnixMilli(), 2000, "the shift stays across a restart")
 }
+
+// SetClockShift moves a server's clock from its next Restart; a cluster
+// started without a shifted clock refuses one (no libfaketime was sought).
+func TestSetClockShift(t *testing.T) {
+	c := zktest.Start(t, zktest.WithClockShifts(-time.Hour))
+	s := c.Servers()[0]
+	require.NoError(t, s.Kill())
+	const later = -30 * 24 * time.Hour
+	require.NoError(t, s.SetClockShift(later))
+	require.NoError(t, s.Restart(ctxT(t, time.Minute)))
+	conn := zktest.Connect(t, c.Addrs(), 10*time.Second)
+	_, err := conn.Create("/moved", nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	_, stat, err := conn.Get("/moved")
+	require.NoError(t, err)
+	require.InDelta(t, time.Now().Add(later).UnixMilli(), stat.Ctime, 2000, "the new shift after the restart")
+
+	plain := zktest.Start(t)
+	require.Error(t, plain.Servers()[0].SetClockShift(time.Minute))
+}

@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"context"
+	"time"
 
 	"github.com/zklock/zklock/internal/zkserver"
 )
@@ -74,4 +75,16 @@ func (s *Server) Restart(ctx context.Context) error {
 		return s.externalFault("Restart")
 	}
 	return s.s.Restart(ctx)
+}
+
+// SetClockShift sets the shift of the server's wall clock (WithClockShifts)
+// from its next Restart, as when its clock is set again while it is down:
+// Kill, SetClockShift, Restart moves ZooKeeper's time to wherever a test
+// needs it. A shift other than 0 needs a cluster started WithClockShifts with
+// one that is not 0 (so that libfaketime was found).
+func (s *Server) SetClockShift(shift time.Duration) error {
+	if s.s.External() {
+		return s.externalFault("SetClockShift")
+	}
+	return s.s.SetClockShift(shift)
 }

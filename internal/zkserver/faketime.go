@@ -68,8 +68,31 @@ func shifted(shifts []time.Duration) bool {
 	return false
 }
 
+// SetClockShift sets the shift of the server's wall clock from its next
+// start (Restart): a server whose clock was set again while it was down.
+// A running process keeps the clock it started with. A shift other than 0
+// needs a cluster started with a shifted clock (Config.ClockShifts), where
+// libfaketime was found.
+func (s *Server) SetClockShift(shift time.Duration) error {
+	if s.external {
+		return ErrExternal
+	}
+	if shift != 0 && s.c.faketime == "" {
+		return fmt.Errorf("zktest: server %d: a clock shift needs a cluster started with shifted clocks (ClockShifts)", s.id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shift = &shift
+	return nil
+}
+
 // clockShift is the shift of server s's clock (0: the real clock).
 func (s *Server) clockShift() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shift != nil {
+		return *s.shift
+	}
 	if s.index < len(s.c.cfg.ClockShifts) {
 		return s.c.cfg.ClockShifts[s.index]
 	}

@@ -23,8 +23,9 @@ type Server struct {
 	clientPort, quorumPort, electionPort int
 	tail                                 *logTail
 
-	mu   sync.Mutex
-	proc *process // the current or last process; nil before the first start
+	mu    sync.Mutex
+	proc  *process       // the current or last process; nil before the first start
+	shift *time.Duration // the wall clock's shift set by SetClockShift; nil: Config.ClockShifts
 }
 
 type process struct {
