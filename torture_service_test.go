@@ -854,28 +854,3 @@ func (sv *svcRun) probe(path string) error {
 	}
 	return nil
 }
-
-// removeServiceLeftovers: `zklock serve` has no cleanup root, so its client
-// creates the ancestors of a lock path as plain nodes and never removes
-// them (WithCleanupRoot's doc), and a lock path it used last may stay. With
-// the service on, the empty nodes left that are not lock nodes are removed
-// by hand (deepest first) and counted; lock nodes left stay violations.
-func (tt *torture) removeServiceLeftovers(left []string) []string {
-	if tt.svc == nil {
-		return left
-	}
-	var keep []string
-	for i := len(left) - 1; i >= 0; i-- {
-		p := left[i]
-		if strings.Contains(p[strings.LastIndexByte(p, '/'):], "-lock-") {
-			keep = append(keep, p)
-			continue
-		}
-		if err := tt.obs.Delete(p, -1); err != nil {
-			keep = append(keep, p)
-			continue
-		}
-		tt.counts.add("svc.left_empty_paths")
-	}
-	return keep
-}

@@ -995,7 +995,6 @@ func (tt *torture) checkTree() {
 		left = slices.DeleteFunc(left, func(p string) bool {
 			return p == tt.fenceRoot() || strings.HasPrefix(p, tt.fenceRoot()+"/") || keptForJob(p, records)
 		})
-		left = tt.removeServiceLeftovers(left)
 		if err == nil && len(left) == 0 {
 			break
 		}
@@ -1093,8 +1092,8 @@ func (tt *torture) report() {
 	}
 	tt.t.Logf("swarm: %v; tallies: %s", tt.cfg.sw, strings.Join(sw, " "))
 	if tt.svc != nil {
-		tt.t.Logf("service: worst overshoot of a wait's timeout %v (%s; bound %v); empty paths the service's client left (no cleanup root): %d",
-			tt.svc.worst.Round(time.Millisecond), tt.svc.worstWhat, svcOvershootBound, tt.counts.get("svc.left_empty_paths"))
+		tt.t.Logf("service: worst overshoot of a wait's timeout %v (%s; bound %v)",
+			tt.svc.worst.Round(time.Millisecond), tt.svc.worstWhat, svcOvershootBound)
 	}
 	if other := append(tt.counts.withPrefix("release."), append(tt.counts.withPrefix("singleton."), tt.counts.withPrefix("lost_in_fn.")...)...); len(other) > 0 {
 		tt.t.Logf("other tallies: %s", strings.Join(other, " "))
