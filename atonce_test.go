@@ -21,8 +21,9 @@ func TestPureAtOnceRemembersTheLastOutcomePerPath(t *testing.T) {
 	require.True(t, a.predicts("/a"), "the count saturates")
 	a.learn("/a", false)
 	require.False(t, a.predicts("/a"), "a wait starts over")
+	a.learn("/b", false) // the client's history mixed: 4 of 6 at once below
 	a.learn("/a", true)
-	require.False(t, a.predicts("/a"))
+	require.False(t, a.predicts("/a"), "once at once again, and the client's history no guide")
 
 	expected := 0
 	for i := range 1000 {
@@ -39,21 +40,28 @@ func TestPureAtOnceRemembersTheLastOutcomePerPath(t *testing.T) {
 }
 
 // A path not seen yet (or seen once at once) follows the client's recent
-// acquisitions on all paths: expected to hold at once once at least
-// priorAtOnce of the last priorWindow did, and not before priorWindow were
-// seen.
+// acquisitions on all paths: expected to hold at once once three in four of
+// the last ones did, counting up to priorWindow of them, and not before
+// priorMin were seen.
 func TestPureAtOnceUnseenPathFollowsTheClient(t *testing.T) {
 	a := newAtOnce()
-	for i := range priorWindow - 1 {
+	for i := range priorMin - 1 {
 		a.learn(fmt.Sprintf("/scattered/%d", i), true)
 	}
 	require.False(t, a.predicts("/new"), "too few acquisitions to go by")
 	a.learn("/scattered/last", true)
-	require.True(t, a.predicts("/new"), "all held at once")
-	for range priorWindow - priorAtOnce {
+	require.True(t, a.predicts("/new"), "all of priorMin held at once")
+	a.learn("/busy", false)
+	require.True(t, a.predicts("/new"), "four of five")
+	a.learn("/busy", false)
+	require.False(t, a.predicts("/new"), "four of six")
+	for i := range priorWindow {
+		a.learn(fmt.Sprintf("/more/%d", i), true)
+	}
+	for range priorWindow / 4 {
 		a.learn("/busy", false)
 	}
-	require.True(t, a.predicts("/new"), "exactly priorAtOnce of the last priorWindow")
+	require.True(t, a.predicts("/new"), "exactly three in four of the last priorWindow")
 	require.False(t, a.predicts("/busy"), "a path that waited keeps its own count")
 	a.learn("/busy", false)
 	require.False(t, a.predicts("/new"), "one wait more")
