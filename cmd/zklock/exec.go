@@ -82,11 +82,13 @@ group receives SIGTERM, then SIGKILL after --grace.
 ZooKeeper's clock, whichever host starts it first (see 'zklock job' and
 docs/scheduled-jobs.md). D is a duration (slots aligned to 1970-01-01 UTC:
 24h is a UTC day, 168h a week from Thursday), or day, week (from Monday) or
-month, beginning at --at HH:MM in the zone --tz (default 00:00 UTC); a
-daylight-saving change neither skips nor doubles a day. Its record, <lock path>.run, says who ran it, when,
-and how it ended: succeeded, or failed with its cause (error: a non-zero
-exit; signal: stopped by a signal passed on; hold-limit: stopped by
---max-hold, recorded just before the limit; lost: the lock was lost).
+month, beginning at --at HH:MM in the zone --tz (default 00:00 UTC), from
+the host's zone database ($ZONEINFO first, the copy built into zklock where
+the host has none); a daylight-saving change neither skips nor doubles a
+day. Its record, <lock path>.run, says who ran it, when, and how it
+ended: succeeded, or failed with its cause (error: a non-zero exit;
+signal: stopped by a signal passed on; hold-limit: stopped by --max-hold,
+recorded just before the limit; lost: the lock was lost).
 --retry-failed runs it again in a period whose run failed; 'zklock job
 --reset <lock path>' clears the record so that the next start runs it.
 

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	_ "time/tzdata" // --tz names zones by the database built in, not the host's
+	_ "time/tzdata" // --tz on a host without a zone database (a scratch container)
 
 	"github.com/zklock/zklock"
 )
