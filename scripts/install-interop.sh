@@ -9,7 +9,8 @@
 #   javac:     $JAVA_HOME/bin/javac, else javac on $PATH
 #   kazoo:     importable by /usr/bin/python3
 #   faketime:  $ZKLOCK_LIBFAKETIME, else /usr/lib/*/faketime/libfaketime.so.1
-#              (Debian's libfaketime, which the faketime package pulls in)
+#              (Debian's libfaketime, which the faketime package pulls in),
+#              /usr/lib/faketime or /usr/local/lib/faketime (a source build)
 set -eu
 
 say() { echo "install-interop: $*"; }
@@ -23,7 +24,8 @@ have_javac() {
 have_kazoo() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import kazoo.recipe.lock' >/dev/null 2>&1; }
 have_faketime() {
 	if [ -n "${ZKLOCK_LIBFAKETIME:-}" ] && [ -f "$ZKLOCK_LIBFAKETIME" ]; then return 0; fi
-	for f in /usr/lib/*/faketime/libfaketime.so.1; do
+	# The places internal/zkserver/faketime.go looks, in its order.
+	for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 /usr/local/lib/faketime/libfaketime.so.1; do
 		[ -f "$f" ] && return 0
 	done
 	return 1
