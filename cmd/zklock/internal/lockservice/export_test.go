@@ -34,3 +34,11 @@ func StageLateLoss(s *Service, delay time.Duration) {
 		}
 	}})
 }
+
+// StretchLease sets the TTL of s's live lease id to ttl, as if it had been
+// granted before a smaller grant of the session timeout lowered the bound.
+func StretchLease(s *Service, id string, ttl time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leases[id].ttl = ttl
+}

@@ -100,10 +100,18 @@ func (s *Service) leaseTTLBounds() (lo, hi, granted time.Duration) {
 	return MinLeaseTTL, granted / 3, granted
 }
 
-// MaxLeaseTTL is the longest TTL a lease may have now: a third of the
-// session timeout ZooKeeper granted the service's client.
+// MaxLeaseTTL is the longest TTL a lease may have now, or a live lease
+// has: a third of the session timeout ZooKeeper granted the service's
+// client, or a live lease's longer TTL, granted before a reconnection's
+// smaller grant lowered the bound (the client keeps a session's smallest).
+// Stopping waits that long for the leases' deadlines.
 func (s *Service) MaxLeaseTTL() time.Duration {
 	_, hi, _ := s.leaseTTLBounds()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.leases {
+		hi = max(hi, l.ttl)
+	}
 	return hi
 }
 

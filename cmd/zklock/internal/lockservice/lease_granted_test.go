@@ -37,3 +37,19 @@ func TestLeaseTTLFromGrantedTimeout(t *testing.T) {
 	require.Contains(t, string(body), held.ID)
 	require.NotContains(t, string(body), `"lost"`)
 }
+
+// Stopping waits for the longest TTL a live lease has, even one above the
+// bound now: granted before a reconnection's smaller grant lowered it, its
+// caller may work until its deadline, and the service's stop must not end
+// its locks before then.
+func TestMaxLeaseTTLCoversLiveLeases(t *testing.T) {
+	s := serve(t, lockservice.Config{})
+	bound := s.client.SessionTimeout() / 3
+	require.Equal(t, bound, s.svc.MaxLeaseTTL())
+	id := s.grantLease(t, "1s")
+	lockservice.StretchLease(s.svc, id, 3*bound)
+	require.Equal(t, 3*bound, s.svc.MaxLeaseTTL())
+	code, body := s.call(t, "POST", "/v1/lease/revoke", lockservice.LeaseRequest{Lease: id})
+	require.Equal(t, http.StatusOK, code, string(body))
+	require.Equal(t, bound, s.svc.MaxLeaseTTL(), "an ended lease no longer counts")
+}
