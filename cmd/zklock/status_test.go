@@ -367,3 +367,28 @@ func TestStatusTreeShowsJobs(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	require.Equal(t, "[]\n", out, "a single path's --json keeps its form")
 }
+
+// status --tree --watch shows a job's record again when only the record
+// changes: a run's start is written after its lock's grant, which the view
+// may have shown already.
+func TestStatusTreeWatchSeesJobRecord(t *testing.T) {
+	root := lockPath(t)
+	job := root + "/jobs/report"
+	code, _, errOut := runZK(t, 20*time.Second, "exec", "--once-per", "1h", job, "--", "true")
+	require.Equal(t, 0, code, errOut)
+
+	w := start(t, "status", "--watch", "--tree", root)
+	eventually(t, "the first view", func() bool { return strings.Contains(w.outText(), " succeeded ") })
+	c := connect(t)
+	data, stat, err := c.Conn().Get(job + ".run")
+	require.NoError(t, err)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(data, &rec))
+	rec["outcome"] = "running"
+	delete(rec, "end")
+	data, err = json.Marshal(rec)
+	require.NoError(t, err)
+	_, err = c.Conn().Set(job+".run", data, stat.Version)
+	require.NoError(t, err)
+	eventually(t, "the view after the record changed", func() bool { return strings.Contains(w.outText(), " running since ") })
+}

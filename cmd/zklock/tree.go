@@ -53,6 +53,7 @@ func lockPathsUnder(ctx context.Context, client *zklock.Client, root string, w *
 		}
 		if len(children) == 0 && strings.HasSuffix(p, jobRecordSuffix) {
 			runs = append(runs, p)
+			w.addData(p) // a run's start is written after its lock's grant
 		}
 		sort.Strings(children)
 		for _, c := range children {
@@ -153,6 +154,22 @@ func (w *changeWatch) add(p string) {
 	if err != nil {
 		_, _, ev, err = w.client.Conn().ExistsW(p) // not there: watch for it
 	}
+	if err != nil {
+		w.fire() // cannot watch: look again
+		return
+	}
+	go func() {
+		<-ev
+		w.fire()
+	}()
+}
+
+// addData watches p's data too: a job's record changes without a child.
+func (w *changeWatch) addData(p string) {
+	if !w.on {
+		return
+	}
+	_, _, ev, err := w.client.Conn().ExistsW(p)
 	if err != nil {
 		w.fire() // cannot watch: look again
 		return
