@@ -148,9 +148,10 @@ func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 	}
 	defer closeClient(client)
 	watch := flagValue[bool](fs, "watch")
+	w := newChangeWatch(client, watch)
 	for {
 		var out strings.Builder
-		changed, code := v.render(ctx, client, watch, &out, stderr)
+		changed, code := v.render(ctx, client, w, &out, stderr)
 		if code != exitOK {
 			return code
 		}
@@ -177,11 +178,11 @@ type statusView struct {
 	paths []string
 }
 
-// render writes the view to out. With watch set, it also returns a channel
-// closed at the next change of what it listed.
-func (v statusView) render(ctx context.Context, client *zklock.Client, watch bool, out, stderr io.Writer) (<-chan struct{}, int) {
+// render writes the view to out. It also returns a channel closed at the
+// next change of what it listed (w's, with --watch).
+func (v statusView) render(ctx context.Context, client *zklock.Client, w *changeWatch, out, stderr io.Writer) (<-chan struct{}, int) {
 	paths := v.paths
-	w := newChangeWatch(client, watch)
+	changed := w.begin()
 	var jobs map[string]zklock.JobState
 	if v.tree {
 		var runs []string
@@ -225,7 +226,7 @@ func (v statusView) render(ctx context.Context, client *zklock.Client, watch boo
 			printLastRun(ctx, client, out, p)
 		}
 	}
-	return w.changed(), code
+	return changed, code
 }
 
 // listFailed reports a failed listing and returns the exit code.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -391,4 +392,33 @@ func TestStatusTreeWatchSeesJobRecord(t *testing.T) {
 	_, err = c.Conn().Set(job+".run", data, stat.Version)
 	require.NoError(t, err)
 	eventually(t, "the view after the record changed", func() bool { return strings.Contains(w.outText(), " running since ") })
+}
+
+// status --watch sets a watch on a path only while none is pending there:
+// redraws after changes elsewhere leave no goroutine (and no watcher)
+// behind for a path that did not change, and a change of it still ends the
+// view.
+func TestStatusWatchSetsOneWatchAPath(t *testing.T) {
+	c := connect(t)
+	path := lockPath(t)
+	m := mustMutexCLI(t, c, path)
+	l, err := m.Acquire(context.Background())
+	require.NoError(t, err)
+	w := newChangeWatch(c, true)
+	w.begin()
+	w.add(path)
+	before := runtime.NumGoroutine()
+	var changed <-chan struct{}
+	for range 50 {
+		changed = w.begin()
+		w.add(path)
+		w.addData(path)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), before+1, "one data watch added, the child watch still pending")
+	require.NoError(t, l.Release(context.Background()))
+	select {
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the release did not end the view")
+	}
 }

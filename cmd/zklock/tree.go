@@ -133,40 +133,58 @@ func printTreeJSON(out, stderr io.Writer, paths []string, queues [][]zklock.Cont
 	return printArray(out, stderr, rows)
 }
 
-// changeWatch sets a child watch on every path it is given and closes its
-// channel at the first event of any (--watch); off, it does nothing.
+// changeWatch sets a child watch on every path it is given (a data watch
+// with addData) and closes the channel of the current view (begin) at the
+// first event of any (--watch); off, it does nothing. It lives as long as
+// the command and sets a watch on a path only while none is pending there:
+// ZooKeeper's watches fire once, and a view set anew at every redraw would
+// leave a goroutine and a watcher behind for every path that did not change,
+// without bound while status --watch runs.
 type changeWatch struct {
 	client *zklock.Client
 	on     bool
-	once   sync.Once
-	ch     chan struct{}
+
+	mu      sync.Mutex
+	pending map[string]bool // "c", "e" or "d" and a path: a watch set and not fired yet
+	ch      chan struct{}   // closed at the first event since begin
+	fired   bool            // ch is closed
 }
 
 func newChangeWatch(client *zklock.Client, on bool) *changeWatch {
-	return &changeWatch{client: client, on: on, ch: make(chan struct{})}
+	return &changeWatch{client: client, on: on, pending: map[string]bool{}, ch: make(chan struct{})}
+}
+
+// begin starts a view: the channel it returns is closed at the next event
+// (or at once if a watch could not be set during the view).
+func (w *changeWatch) begin() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fired {
+		w.ch, w.fired = make(chan struct{}), false
+	}
+	return w.ch
 }
 
 func (w *changeWatch) add(p string) {
-	if !w.on {
+	if !w.on || w.isPending("c"+p) || w.isPending("e"+p) {
 		return
 	}
 	_, _, ev, err := w.client.Conn().ChildrenW(p)
-	if err != nil {
-		_, _, ev, err = w.client.Conn().ExistsW(p) // not there: watch for it
+	if err == nil {
+		w.await("c"+p, ev)
+		return
 	}
+	_, _, ev, err = w.client.Conn().ExistsW(p) // not there: watch for it
 	if err != nil {
 		w.fire() // cannot watch: look again
 		return
 	}
-	go func() {
-		<-ev
-		w.fire()
-	}()
+	w.await("e"+p, ev)
 }
 
 // addData watches p's data too: a job's record changes without a child.
 func (w *changeWatch) addData(p string) {
-	if !w.on {
+	if !w.on || w.isPending("d"+p) {
 		return
 	}
 	_, _, ev, err := w.client.Conn().ExistsW(p)
@@ -174,15 +192,37 @@ func (w *changeWatch) addData(p string) {
 		w.fire() // cannot watch: look again
 		return
 	}
+	w.await("d"+p, ev)
+}
+
+func (w *changeWatch) isPending(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pending[key]
+}
+
+// await marks the watch key pending until ev fires (or the session ends).
+func (w *changeWatch) await(key string, ev <-chan zk.Event) {
+	w.mu.Lock()
+	w.pending[key] = true
+	w.mu.Unlock()
 	go func() {
 		<-ev
+		w.mu.Lock()
+		delete(w.pending, key)
+		w.mu.Unlock()
 		w.fire()
 	}()
 }
 
-func (w *changeWatch) fire() { w.once.Do(func() { close(w.ch) }) }
-
-func (w *changeWatch) changed() <-chan struct{} { return w.ch }
+func (w *changeWatch) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.fired {
+		w.fired = true
+		close(w.ch)
+	}
+}
 
 // clearScreen clears a terminal before --watch redraws; to a file or a pipe
 // it writes a separator instead.
