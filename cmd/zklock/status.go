@@ -224,6 +224,7 @@ func (v statusView) render(ctx context.Context, client *zklock.Client, w *change
 			}
 			printQueue(out, p, queues[i])
 			printLastRun(ctx, client, out, p)
+			w.addData(p + jobRecordSuffix) // a run's record changes without a child
 		}
 	}
 	return changed, code

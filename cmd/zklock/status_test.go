@@ -392,6 +392,18 @@ func TestStatusTreeWatchSeesJobRecord(t *testing.T) {
 	_, err = c.Conn().Set(job+".run", data, stat.Version)
 	require.NoError(t, err)
 	eventually(t, "the view after the record changed", func() bool { return strings.Contains(w.outText(), " running since ") })
+
+	one := start(t, "status", "--watch", job) // one path's view, with its last run under the queue
+	eventually(t, "the path's first view", func() bool {
+		return strings.Contains(one.outText(), "last run (once per 1h0m0s): by ") && strings.Contains(one.outText(), "no end recorded")
+	})
+	rec["outcome"] = "succeeded"
+	rec["end"] = time.Now().UnixMilli()
+	data, err = json.Marshal(rec)
+	require.NoError(t, err)
+	_, err = c.Conn().Set(job+".run", data, -1)
+	require.NoError(t, err)
+	eventually(t, "the path's view after the record changed", func() bool { return strings.Contains(one.outText(), ", succeeded at ") })
 }
 
 // status --watch sets a watch on a path only while none is pending there:
