@@ -293,9 +293,6 @@ func checkAddr(a string) string {
 func (cf *connFlags) connect(ctx context.Context, opts ...zklock.Option) (*zklock.Client, error) {
 	cctx, cancel := context.WithTimeout(ctx, cf.connectTimeout)
 	defer cancel()
-	// A command line tool should exit promptly: give deletes at most 2s on
-	// the way out (what is left goes with the session).
-	opts = append([]zklock.Option{zklock.WithCleanupTimeout(2 * time.Second)}, opts...)
 	if msg := cf.sec.load(); msg != "" {
 		return nil, fmt.Errorf("%w: %s", zklock.ErrInvalidOption, msg)
 	}

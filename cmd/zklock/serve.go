@@ -143,10 +143,6 @@ func runServe(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		// the cleanup delay), not only the last node of each: callers name
 		// paths freely, and the prefix is the boundary they share.
 		zklock.WithCleanupRoot(cfg.Prefix),
-		// The library's cleanup timeout, not the other commands' 2 s: a wait
-		// whose timeout passes while ZooKeeper stalls is answered within it
-		// (the node's delete goes on in the background), as Acquire is.
-		zklock.WithCleanupTimeout(zklock.DefaultCleanupTimeout),
 	}
 	if flagValue[bool](fs, "verbose") {
 		l := slog.New(slog.NewTextHandler(stderr, nil))
