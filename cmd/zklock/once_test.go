@@ -292,13 +292,7 @@ func TestRefusedPortFailsFast(t *testing.T) {
 // prints nothing on stdout, on which jq 1.6's -e alone would exit 0). It
 // needs jq, which make test installs.
 func TestJobMonitoringQueryFromTheDocs(t *testing.T) {
-	if _, err := exec.LookPath("jq"); err != nil {
-		t.Fatal("jq is not installed: run `make test` (scripts/install-interop.sh installs it) or `apt-get install jq`")
-	}
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scheduled-jobs.md"))
-	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(doc), "### Monitoring")
-	require.True(t, ok, "the docs' Monitoring section")
+	section := monitoringSection(t)
 	_, block, ok := strings.Cut(section, "```sh\n")
 	require.True(t, ok, "the docs' check")
 	docCheck, _, _ := strings.Cut(block, "```")
@@ -464,13 +458,7 @@ func TestJobLastSuccessNamesItsRunner(t *testing.T) {
 // and fails closed when ZooKeeper refuses. It needs jq, which make test
 // installs.
 func TestJobTreeMonitoringQueryFromTheDocs(t *testing.T) {
-	if _, err := exec.LookPath("jq"); err != nil {
-		t.Fatal("jq is not installed: run `make test` (scripts/install-interop.sh installs it) or `apt-get install jq`")
-	}
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scheduled-jobs.md"))
-	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(doc), "### Monitoring")
-	require.True(t, ok, "the docs' Monitoring section")
+	section := monitoringSection(t)
 	_, block, ok := strings.Cut(section, "```sh\nzklock status --tree --json /jobs |")
 	require.True(t, ok, "the docs' check of every job")
 	script, _, _ := strings.Cut("zklock status --tree --json /jobs |"+block, "```")
@@ -482,7 +470,7 @@ func TestJobTreeMonitoringQueryFromTheDocs(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	code, _, stderr = runZK(t, 20*time.Second, "exec", "--once-per", "1h", bad, "--", "false")
 	require.Equal(t, 1, code, stderr)
-	_, err = mustMutexCLI(t, connect(t), root+"/jobs/plain").Acquire(context.Background())
+	_, err := mustMutexCLI(t, connect(t), root+"/jobs/plain").Acquire(context.Background())
 	require.NoError(t, err)
 	check := func(servers string) string {
 		cmd := exec.Command("sh", "-c", script)
@@ -493,4 +481,19 @@ func TestJobTreeMonitoringQueryFromTheDocs(t *testing.T) {
 	}
 	require.Equal(t, "CRITICAL: "+bad+" has not succeeded in 2 periods", check(strings.Join(cluster.Addrs(), ",")))
 	require.Equal(t, "CRITICAL: the jobs under "+root+"/jobs could not be read", check(refusedAddr(t)))
+}
+
+// monitoringSection returns the Monitoring section of
+// docs/scheduled-jobs.md. It fails the test without jq, which the
+// section's checks need.
+func monitoringSection(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Fatal("jq is not installed: run `make test` (scripts/install-interop.sh installs it) or `apt-get install jq`")
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scheduled-jobs.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(doc), "### Monitoring")
+	require.True(t, ok, "the docs' Monitoring section")
+	return section
 }
