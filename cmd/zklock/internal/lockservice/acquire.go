@@ -241,6 +241,12 @@ func (s *Service) waitFor(ctx, wait context.Context, w http.ResponseWriter, id s
 // holding ends, then how it ended; then it closes h.ended.
 func (s *Service) stream(ctx context.Context, w http.ResponseWriter, h *holding, first string) {
 	defer close(h.ended)
+	if err := s.leaseErr(h.lease); err != nil { // lost as it was granted: never say granted
+		h.endErr = err
+		s.emit(w, Event{Event: "failed", ID: h.id, Path: h.path, Code: "unreachable", Reason: lostAtGrant(err)})
+		_ = s.releaseLease(h)
+		return
+	}
 	tok, _ := h.lease.Token(ctx) // no I/O on a client made by Connect
 	if !s.emit(w, Event{Event: first, ID: h.id, Path: h.path, Node: h.lease.Node(), Token: tok}) {
 		h.endErr = s.releaseLease(h)
@@ -332,6 +338,11 @@ func (s *Service) emit(w http.ResponseWriter, ev Event) bool {
 }
 
 // reason is a loss as the stream says it.
+// lostAtGrant says why a lock lost as it was granted is not held.
+func lostAtGrant(err error) string {
+	return "the lock was lost as it was granted (" + reason(err) + "): it is not held; try again"
+}
+
 func reason(err error) string {
 	switch {
 	case errors.Is(err, zk.ErrSessionExpired):

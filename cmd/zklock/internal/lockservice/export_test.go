@@ -1,6 +1,7 @@
 package lockservice
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -41,4 +42,18 @@ func StretchLease(s *Service, id string, ttl time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.leases[id].ttl = ttl
+}
+
+// StageLostAtGrant makes s see every lease of its client as lost from its
+// grant: what the client hands out when it must presume the lock lost as
+// it is granted (its leader's word too old), deleting the node itself.
+func StageLostAtGrant(s *Service) {
+	lost := make(chan struct{})
+	close(lost)
+	s.staged.Store(&leaseEnd{
+		done: func(*zklock.Lease) <-chan struct{} { return lost },
+		err: func(*zklock.Lease) error {
+			return fmt.Errorf("%w: no word from ZooKeeper's leader for longer than the session can be trusted", zklock.ErrLockLost)
+		},
+	})
 }

@@ -314,10 +314,20 @@ func (s *Service) leaseKeepAlive(w http.ResponseWriter, r *http.Request, caller 
 		writeError(w, http.StatusGone, e.code, "lease "+l.id+" has ended: "+e.reason)
 		return
 	}
-	l.deadline = arrival.Add(l.ttl)
+	l.extend(arrival)
 	resp := s.leaseResponse(l)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// extend moves l's deadline to a keep-alive's arrival plus the TTL, never
+// earlier: a keep-alive its caller gave up on may be answered after a later
+// one, and the caller goes by the later one's sending. Called with
+// Service.mu held.
+func (l *lease) extend(arrival time.Time) {
+	if d := arrival.Add(l.ttl); d.After(l.deadline) {
+		l.deadline = d
+	}
 }
 
 // leaseHoldings answers GET /v1/lease/holdings?lease=ID, without keeping

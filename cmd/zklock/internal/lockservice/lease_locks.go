@@ -155,6 +155,15 @@ func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller st
 		writeError(w, http.StatusServiceUnavailable, "unreachable", "ZooKeeper's leader did not confirm the service's session for as long as the lease's TTL promises: the lock was released; try again")
 		return
 	}
+	if err := s.leaseErr(zl); err != nil {
+		// Lost as it was granted (the library hands out a lease it must
+		// already presume lost, and deletes its node): answering granted
+		// would let the caller work while another holds the lock.
+		s.unregister(h)
+		_ = zl.Release(context.Background())
+		writeError(w, http.StatusServiceUnavailable, "unreachable", lostAtGrant(err))
+		return
+	}
 	s.mu.Lock()
 	if l.ended != nil || ctx.Err() != nil { // the lease ended, or the caller left, as it was granted
 		s.mu.Unlock()
