@@ -250,7 +250,7 @@ func (s *Service) findLease(w http.ResponseWriter, caller, id string) *lease {
 	case l != nil && l.caller == caller:
 		return l
 	case e != nil && e.caller == caller:
-		writeError(w, http.StatusGone, e.code, "lease "+id+" has ended: "+e.reason)
+		writeEnded(w, id, e)
 	case leaseID.MatchString(id) && !strings.HasPrefix(id, s.instance+"."):
 		writeError(w, http.StatusGone, codeLost, "lease "+id+" was not granted by this run of the service: it restarted since, and the lease's locks ended with it")
 	default:
@@ -286,7 +286,7 @@ func (s *Service) refuseClosing(w http.ResponseWriter, r *http.Request, rt Route
 	e := s.endedLeases[id]
 	s.mu.Unlock()
 	if e != nil && e.caller == caller {
-		writeError(w, http.StatusGone, e.code, "lease "+id+" has ended: "+e.reason)
+		writeEnded(w, id, e)
 		return
 	}
 	writeError(w, http.StatusServiceUnavailable, "closing", "the service is stopping")
@@ -311,7 +311,7 @@ func (s *Service) leaseKeepAlive(w http.ResponseWriter, r *http.Request, caller 
 	if l.ended != nil {
 		e := l.ended
 		s.mu.Unlock()
-		writeError(w, http.StatusGone, e.code, "lease "+l.id+" has ended: "+e.reason)
+		writeEnded(w, l.id, e)
 		return
 	}
 	l.extend(arrival)
@@ -376,7 +376,7 @@ func (s *Service) leaseRevoke(w http.ResponseWriter, r *http.Request, caller str
 	if l.ended != nil {
 		e := l.ended
 		s.mu.Unlock()
-		writeError(w, http.StatusGone, e.code, "lease "+l.id+" has ended: "+e.reason)
+		writeEnded(w, l.id, e)
 		return
 	}
 	hs := l.inOrder()

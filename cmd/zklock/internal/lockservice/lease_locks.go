@@ -46,7 +46,7 @@ func (s *Service) leaseRelease(w http.ResponseWriter, r *http.Request, caller st
 	s.mu.Unlock()
 	switch {
 	case h.endErr != nil && e != nil:
-		writeError(w, http.StatusGone, e.code, "lease "+l.id+" has ended: "+e.reason)
+		writeEnded(w, l.id, e)
 	case h.endErr != nil:
 		writeError(w, http.StatusConflict, "lost", "the lock was lost before the release: "+reason(h.endErr))
 	default:
@@ -181,6 +181,11 @@ func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller st
 	writeJSON(w, http.StatusOK, LeaseAcquireResponse{Granted: true, ID: h.id, Lease: l.id, Path: req.Path, Node: zl.Node(), Token: tok})
 }
 
+// writeEnded answers 410 for lease id, ended as e says.
+func writeEnded(w http.ResponseWriter, id string, e *leaseEnded) {
+	writeError(w, http.StatusGone, e.code, "lease "+id+" has ended: "+e.reason)
+}
+
 // leaseEndedAnswer answers 410 and returns true if l has ended.
 func (s *Service) leaseEndedAnswer(w http.ResponseWriter, l *lease) bool {
 	s.mu.Lock()
@@ -189,7 +194,7 @@ func (s *Service) leaseEndedAnswer(w http.ResponseWriter, l *lease) bool {
 	if e == nil {
 		return false
 	}
-	writeError(w, http.StatusGone, e.code, "lease "+l.id+" has ended: "+e.reason)
+	writeEnded(w, l.id, e)
 	return true
 }
 

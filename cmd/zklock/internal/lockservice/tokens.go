@@ -176,7 +176,7 @@ func (s *Service) refuseRemoved(w http.ResponseWriter, r *http.Request, rt Route
 	e := s.endedLeases[id]
 	s.mu.Unlock()
 	if e != nil && e.cred == c {
-		writeError(w, http.StatusGone, e.code, "lease "+id+" has ended: "+e.reason)
+		writeEnded(w, id, e)
 		return
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="zklock", error="invalid_token"`)
