@@ -93,7 +93,7 @@ func (c *Client) acquire(ctx context.Context, a ask) (*Lease, error) {
 		return nil, err
 	}
 	defer scope.end()
-	defer c.keep.want()() // a grant must find the leader's word fresh
+	defer c.keep.want(false)() // a grant must find the leader's word fresh
 	start := time.Now()
 	a.startTrace(ctx, c.opts.tracer)
 	l, err := c.acquireQueued(ctx, a)
@@ -152,10 +152,17 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if hook := testHookBeforeLease.Load(); hook != nil {
 		(*hook)() // a pause at the worst moment, in tests
 	}
-	if l := newLease(q); l != nil {
-		return l, nil
+	if err := q.awaitLive(ctx); err != nil {
+		return nil, q.giveUp(err)
 	}
-	return nil, q.giveUp(ErrClosed)
+	l := newLease(q)
+	if l == nil {
+		return nil, q.giveUp(ErrClosed)
+	}
+	if err := l.Err(); err != nil {
+		return nil, err // lost in the instant since awaitLive: lose removes the node
+	}
+	return l, nil
 }
 
 // wait waits for q's turn by a's rule.

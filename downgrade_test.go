@@ -240,9 +240,10 @@ func TestRWMutexDowngradedReaderKeepsTheWritersToken(t *testing.T) {
 	w2 := rwAsync(t, rwOn(t, p), true)
 	waitChildren(t, obs, p, 2)
 
+	tw1 := tokenOf(w1) // a token is a holder's: read it while the writer holds
 	r, err := rw.Downgrade(ctxTimeout(t, 10*time.Second), w1)
 	require.NoError(t, err)
-	tw1, tr := tokenOf(w1), tokenOf(r)
+	tr := tokenOf(r)
 	_, stat, err := obs.Get(r.Node())
 	require.NoError(t, err)
 	require.NoError(t, r.Release(context.Background()))

@@ -91,3 +91,7 @@ func StallMonitors(c *Client) { c.clock.mu.Lock() }
 
 // ResumeMonitors lets c's lease monitors go on.
 func ResumeMonitors(c *Client) { c.clock.mu.Unlock() }
+
+// LossDue reports that c's leases must be presumed lost now: no word from
+// ZooKeeper's leader for the loss fraction of the granted timeout.
+func LossDue(c *Client) bool { return c.clock.due() }

@@ -82,7 +82,7 @@ func newLeaseSince(q *queueNode, since time.Time) *Lease {
 	if !c.register(l) {
 		return nil
 	}
-	l.unkeep = c.keep.want()
+	l.unkeep = c.keep.want(true)
 	if err := q.lossCheck(); err != nil {
 		l.lose(err)
 	}
@@ -117,12 +117,27 @@ func (l *Lease) Sequence() int64 {
 // read runs behind Acquire; a client made by Connect reads it off the
 // create's reply and needs no round trip at all). It fails if ctx ends first, or if the lease ended
 // before the token was known (the error is the lease's end: Err says the same).
-// It never ends the lease itself. A MultiLock's lease returns the highest of
+// Once the lease has ended it returns no token but the end (as Err does:
+// ErrLockLost, ErrReleased, ...): a token is only ever a holder's. Like
+// Err, it applies the loss rule at the moment it is called. A MultiLock's lease returns the highest of
 // its parts' tokens; each part's own Token fences the resource of its path.
 func (l *Lease) Token(ctx context.Context) (int64, error) {
 	if l.parts != nil {
 		return l.multiToken(ctx)
 	}
+	t, err := l.readToken(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.Err(); err != nil {
+		return 0, err // a token is a claim to hold the lock: never one of an ended lease
+	}
+	return t, nil
+}
+
+// readToken returns the node's creation zxid, reading the node if the
+// create's reply did not carry it.
+func (l *Lease) readToken(ctx context.Context) (int64, error) {
 	if t := l.q.createZxid; t != 0 {
 		return t, nil // read off the create's reply
 	}

@@ -37,7 +37,10 @@ func LeaseOf(ctx context.Context) *Lease {
 func (c *Client) runHolding(ctx context.Context, l *Lease, fn func(ctx context.Context) error) error {
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, l))
 	l.whenEnded(cancel) // at once, before zklock deletes the node (Close)
-	ferr := fn(fctx)
+	var ferr error
+	if l.Err() == nil { // never run fn on a lease that ended since Acquire returned
+		ferr = fn(fctx)
+	}
 	cancel(context.Canceled)
 
 	lost := l.Err()

@@ -80,8 +80,10 @@ func TestTracerLinksTheWaiterToTheHolder(t *testing.T) {
 		defer tr.mu.Unlock()
 		return len(tr.spans) == 2 && len(tr.spans[1].waitedFor) == 1
 	})
+	th := tokenOf(h) // a token is a holder's: read it while held
 	require.NoError(t, h.Release(context.Background()))
 	w := <-got
+	tw := tokenOf(w)
 	_, err = m.TryAcquire(ctxTimeout(t, 5*time.Second))
 	require.ErrorIs(t, err, zklock.ErrLocked)
 	require.NoError(t, w.Release(context.Background()))
@@ -96,8 +98,8 @@ func TestTracerLinksTheWaiterToTheHolder(t *testing.T) {
 	require.Equal(t, 1, holder.queued)
 	require.Equal(t, 2, waiter.queued)
 	require.True(t, holder.granted && waiter.granted && tried.failed)
-	require.Equal(t, tokenOf(h), holder.token)
-	require.Equal(t, tokenOf(w), waiter.token)
+	require.Equal(t, th, holder.token)
+	require.Equal(t, tw, waiter.token)
 	require.ErrorIs(t, holder.ended, zklock.ErrReleased)
 	require.ErrorIs(t, waiter.ended, zklock.ErrReleased)
 }

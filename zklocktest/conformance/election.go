@@ -48,6 +48,7 @@ func (s *suite) election(t *testing.T) {
 	second := campaignAsync(e2, "b")
 	s.waitContenders(t, c1, p, 2)
 	pending(t, second, "the second campaign")
+	t1 := token(t, ld1.Lease()) // a token is a holder's: read it while held
 	if err := ld1.Resign(context.Background()); err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
@@ -61,7 +62,7 @@ func (s *suite) election(t *testing.T) {
 	}
 	l2 := s.granted(t, second, "the second campaign")
 	leaderIs(t, e1, l2, "b")
-	if token(t, l2) <= token(t, ld1.Lease()) {
+	if token(t, l2) <= t1 {
 		t.Fatal("the next leader's token is not larger")
 	}
 	s.h.Lose(t, l2)

@@ -1,0 +1,61 @@
+package zklock
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// This file holds the last step of a grant: a node whose turn came is made a
+// lease only while the loss rule says the lease would be live. A waiter woken
+// after a stall (its own, or its servers') may hold the lock in ZooKeeper's
+// view while the client can no longer prove that the leader still keeps its
+// session; a lease made then would end at once, and a caller that missed
+// that would run its critical section beside the next holder. So the grant
+// waits, within the caller's context, for the leader's word (the keep-alive
+// asks for it while an acquisition is under way), and gives the node up if
+// the word does not come in time or the session turns out to be over.
+//
+// The interleavings, and what awaitLive does:
+//   - the leader's word comes (the stall ended, the session lived): grant;
+//   - the session is over (expired during the stall): errSessionOver, so the
+//     caller queues again at the back or reports it (its node went with it);
+//   - ctx ends first (the leader still silent): ErrUnreachable with ctx's
+//     cause, and the node is removed by the caller (giveUp);
+//   - Close: ErrClosed.
+
+// livePoll is how often a grant held back for the leader's word looks again:
+// reading the wire's clock costs a mutex, and the word comes a proof gap
+// (30 % of the session timeout) after the stall at the earliest.
+const livePoll = 5 * time.Millisecond
+
+// awaitLive returns nil once a lease on q would be live, or why the grant
+// must be given up.
+func (q *queueNode) awaitLive(ctx context.Context) error {
+	c := q.c
+	var poll *time.Ticker
+	for {
+		err := q.lossCheck()
+		switch {
+		case err == nil:
+			return nil
+		case c.isClosed():
+			return ErrClosed
+		case q.sess.ended() || c.conn.SessionID() != q.sess.id:
+			return errSessionOver // the node went with its session
+		}
+		if poll == nil {
+			poll = time.NewTicker(livePoll)
+			defer poll.Stop()
+		}
+		select {
+		case <-poll.C:
+		case <-q.sess.lost:
+		case <-c.closing:
+			return ErrClosed
+		case <-ctx.Done():
+			return fmt.Errorf("%w: the lock was granted, but ZooKeeper's leader has not confirmed the session since: %w",
+				ErrUnreachable, ctxCause(ctx))
+		}
+	}
+}

@@ -1,0 +1,187 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock"
+	"github.com/zklock/zklock/zktest"
+)
+
+// grantKind is one acquiring call, reduced to what the grant tests need:
+// take the lock at p on c, and hand back the lease it rests on.
+type grantKind struct {
+	name    string
+	acquire func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error)
+}
+
+var grantKinds = []grantKind{
+	{"mutex", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
+		m, err := c.NewMutex(p)
+		if err != nil {
+			return nil, err
+		}
+		return m.Acquire(ctx)
+	}},
+	{"reentrant", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
+		m, err := c.NewReentrantMutex(p)
+		if err != nil {
+			return nil, err
+		}
+		return m.Acquire(ctx)
+	}},
+	{"write", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
+		rw, err := c.NewRWMutex(p)
+		if err != nil {
+			return nil, err
+		}
+		return rw.AcquireWrite(ctx)
+	}},
+	{"read", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
+		rw, err := c.NewRWMutex(p)
+		if err != nil {
+			return nil, err
+		}
+		return rw.AcquireRead(ctx)
+	}},
+	{"semaphore", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
+		s, err := c.NewSemaphore(p, 1)
+		if err != nil {
+			return nil, err
+		}
+		return s.AcquireN(ctx, 1)
+	}},
+	{"multi", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
+		ml, err := c.NewMultiLock(p)
+		if err != nil {
+			return nil, err
+		}
+		return ml.Acquire(ctx)
+	}},
+	{"campaign", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
+		e, err := c.NewElection(p)
+		if err != nil {
+			return nil, err
+		}
+		ld, err := e.Campaign(ctx, "v")
+		if err != nil {
+			return nil, err
+		}
+		return ld.Lease(), nil
+	}},
+}
+
+// stallUntilLossDue is a pause at the grant as it really comes: the
+// waiter's link to ZooKeeper stalls right after its turn came, until the
+// client must presume its leases lost, then heals a moment later, well
+// inside the session timeout (the session lives).
+func stallUntilLossDue(c *zklock.Client, proxy *zktest.Proxy) func() {
+	return func() {
+		proxy.Stall()
+		deadline := time.Now().Add(10 * time.Second)
+		for !zklock.LossDue(c) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		go func() {
+			time.Sleep(100 * time.Millisecond) // the lease, on the old rule, is made in this window
+			proxy.Resume()
+		}()
+	}
+}
+
+// A grant that comes while the client cannot prove its session to the
+// leader waits, within the caller's ctx, for the leader's word and then
+// grants a live lease; it never returns one whose Done is closed. Before
+// this, every call returned (lease, nil) with Done closed and the node
+// deleted: the caller ran its critical section beside the next holder.
+func TestGrantAfterStallWaitsForTheLeader(t *testing.T) {
+	const session = 4 * time.Second
+	for _, k := range grantKinds {
+		t.Run(k.name, func(t *testing.T) {
+			p := lockPath(t)
+			proxy := zktest.NewProxy(t, cluster.Addrs()...)
+			c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(session))
+			obs := observer(t)
+			zklock.SetHookBeforeLease(stallUntilLossDue(c, proxy))
+			start := time.Now()
+			l, err := k.acquire(ctxTimeout(t, 20*time.Second), c, p)
+			zklock.SetHookBeforeLease(nil)
+			require.NoError(t, err)
+			require.False(t, zklock.LossDue(c), "granted while the loss rule says lost")
+			select {
+			case <-l.Done():
+				t.Fatalf("a lease with Done closed was handed out: %v", l.Err())
+			default:
+			}
+			require.NoError(t, l.Err())
+			_, err = l.Token(ctxTimeout(t, 5*time.Second))
+			require.NoError(t, err)
+			ok, _, err := obs.Exists(l.Node())
+			require.NoError(t, err)
+			require.True(t, ok, "the granted node is still there")
+			t.Logf("granted %v after the acquire began", time.Since(start).Round(time.Millisecond))
+			require.NoError(t, l.Release(ctxTimeout(t, 5*time.Second)))
+		})
+	}
+}
+
+// A link slower than an eighth of the session timeout each way can never
+// prove the session fresh enough to hold a lease (a proof is at least a
+// proof gap and four one-way trips old). A waiter granted over it must not
+// get a lease it already presumes lost: it waits for the leader's word
+// until its ctx ends, then returns ErrUnreachable and removes its node.
+// Before this, Acquire returned a lease born lost (Done closed, Err
+// ErrLockLost) and Do ran fn on it.
+func TestGrantOverASlowLinkIsUnreachableNotADeadLease(t *testing.T) {
+	const session = 2 * time.Second
+	p := lockPath(t)
+	obs := observer(t)
+	holder := mustMutex(t, connect(t), p)
+	h, err := holder.Acquire(ctxTimeout(t, 5*time.Second))
+	require.NoError(t, err)
+
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	proxy.SetDelay(session * 3 / 20) // 300 ms each way
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(session))
+	// The connect proved the session at once: let that proof grow old.
+	eventually(t, "the connect's proof expired", func() bool { return zklock.LossDue(c) })
+	m := mustMutex(t, c, p)
+	ran := false
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Do(ctxTimeout(t, 3*time.Second), func(context.Context) error { ran = true; return nil })
+	}()
+	waitChildren(t, obs, p, 2)
+	require.NoError(t, h.Release(ctxTimeout(t, 5*time.Second)))
+	err = <-done
+	require.ErrorIs(t, err, zklock.ErrUnreachable)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.False(t, ran, "Do ran fn without a live lease")
+	waitChildren(t, obs, p, 0)
+}
+
+// Token is a holder's claim: once the lease has ended it returns the end,
+// not the number (before this it returned the create's zxid with a nil
+// error on a lost or released lease).
+func TestTokenOfAnEndedLeaseIsItsEnd(t *testing.T) {
+	_, obs, m, l := holding(t)
+	_, err := l.Token(ctxTimeout(t, 5*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctxTimeout(t, 5*time.Second)))
+	_, err = l.Token(context.Background())
+	require.ErrorIs(t, err, zklock.ErrReleased)
+
+	l, err = m.Acquire(ctxTimeout(t, 5*time.Second))
+	require.NoError(t, err)
+	_, err = l.Token(ctxTimeout(t, 5*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, obs.Delete(l.Node(), -1))
+	<-l.Done()
+	_, err = l.Token(context.Background())
+	require.ErrorIs(t, err, zklock.ErrLockLost)
+	require.True(t, errors.Is(l.Err(), zklock.ErrLockLost))
+}
