@@ -28,6 +28,7 @@ type keepAlive struct {
 
 	mu      sync.Mutex
 	demand  int       // leases held and acquisitions under way
+	held    int       // of demand, the leases held: they want the denser cadence
 	since   time.Time // when demand last rose from zero
 	running bool      // the goroutine sending syncs runs: only while demand > 0
 }
@@ -37,15 +38,21 @@ func newKeepAlive(conn *zk.Conn, w *wire.Tap, asked time.Duration, until func() 
 	return &keepAlive{conn: conn, wire: w, asked: asked, until: until, spawn: spawn, closing: closing}
 }
 
-// want counts one more lease or acquisition that needs the leader's word,
-// starting the goroutine if none runs; the function returned (idempotent)
-// ends it. A nil keepAlive (no wire) keeps nothing.
-func (k *keepAlive) want() (done func()) {
+// want counts one more acquisition (held false) or held lease (held true)
+// that needs the leader's word, starting the goroutine if none runs; the
+// function returned (idempotent) ends it. A nil keepAlive (no wire) keeps
+// nothing.
+func (k *keepAlive) want(held bool) (done func()) {
 	if k == nil {
 		return func() {}
 	}
+	n := 0
+	if held {
+		n = 1
+	}
 	k.mu.Lock()
 	k.demand++
+	k.held += n
 	if k.demand == 1 {
 		k.since = time.Now()
 	}
@@ -58,9 +65,26 @@ func (k *keepAlive) want() (done func()) {
 		once.Do(func() {
 			k.mu.Lock()
 			k.demand--
+			k.held -= n
 			k.mu.Unlock()
 		})
 	}
+}
+
+// cadence is how long after a sync was answered the next one goes while the
+// loss deadline is far: a quarter of a proof gap while a lease is held, so
+// that each sync proves the one four before it and the leader's word is at
+// most 1.25 gaps (0.375 T) and a few round trips old: a pause of the
+// servers shorter than 0.8 T − 0.375 T ≈ 0.42 T (docs/guarantees.md says 0.4 T)
+// ends no lease. Half a gap while only waiting: a waiter's grant waits for a
+// fresh word anyway (grantgate.go), so it pays half as many syncs.
+func (k *keepAlive) cadence(gap time.Duration) time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.held > 0 {
+		return gap / 4
+	}
+	return gap / 2
 }
 
 // wantedSince is when demand last rose from zero.
@@ -111,15 +135,13 @@ func (k *keepAlive) run() {
 
 // next says whether to send a sync now, or how long to wait before asking
 // again. While the loss deadline is more than half a proof gap away, a sync
-// goes half a gap after the previous one was answered, so that each proves
-// the one before the previous: the leader's word is then at most about one
-// and a half gaps and four round trips old (0.45 T), and a stall of the
-// servers shorter than about a third of T ends no lease; one sync a gap
-// would prove the previous one but let the word grow 0.6 T old. Nearer the
-// deadline (at the first grant after a quiet spell, or after slow answers),
-// a sync goes as soon as it proves anything, but never in the first eighth of a
-// gap of a demand: an acquisition's create proves as much, and a client
-// that takes a lock now and then for a moment sends no sync at all.
+// goes a cadence after the previous one was answered; one sync a gap would
+// prove the previous one but let the word grow 0.6 T old. Nearer the
+// deadline (at the first grant after a quiet spell, or after slow answers,
+// or a pause of the servers), a sync goes as soon as it proves anything,
+// but never in the first eighth of a gap of a demand: an acquisition's
+// create proves as much, and a client that takes a lock now and then for a
+// moment sends no sync at all.
 func (k *keepAlive) next(last time.Time) (time.Duration, bool) {
 	gap := k.gap()
 	due, ok := k.wire.ProofDue()
@@ -127,7 +149,7 @@ func (k *keepAlive) next(last time.Time) (time.Duration, bool) {
 		return gap / 4, false // no connection or nothing answered yet
 	}
 	if k.until() > gap/2 {
-		due = maxTime(due, last.Add(gap/2))
+		due = maxTime(due, last.Add(k.cadence(gap)))
 	}
 	// Not in the first eighth of a gap after demand rose: the acquisition's own
 	// create proves what a sync would, and a short hold needs none at all.

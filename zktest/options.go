@@ -61,6 +61,13 @@ func WithTickTime(d time.Duration) Option {
 	}
 }
 
+// WithSyncLimit sets ZooKeeper's syncLimit: how many ticks a follower waits
+// for its leader before it leaves it and the ensemble elects again (default
+// 5). A frozen leader (Server.Freeze) keeps its followers for that long.
+func WithSyncLimit(ticks int) Option {
+	return func(c *config) { c.SyncLimit = ticks }
+}
+
 // WithMaxSessionTimeout sets the largest session timeout the servers grant
 // (ZooKeeper's maxSessionTimeout, default 60s; never below 2*tick). A client
 // asking for more is granted d: for testing that a client goes by the timeout

@@ -88,3 +88,38 @@ func (s *Server) SetClockShift(shift time.Duration) error {
 	}
 	return s.s.SetClockShift(shift)
 }
+
+// Freeze stops the server process (SIGSTOP), as a long GC pause or a frozen
+// VM would: its connections stay open and unanswered, its peers hear nothing
+// from it, and its clocks run on, so a frozen leader expires overdue
+// sessions the moment it is thawed. Thaw resumes it; Stop and Kill resume a
+// frozen server first. ErrNotRunning if it is not running here.
+func (s *Server) Freeze() error {
+	if s.s.External() {
+		return s.externalFault("Freeze")
+	}
+	return s.s.Freeze()
+}
+
+// Thaw resumes a server stopped by Freeze (SIGCONT).
+func (s *Server) Thaw() error {
+	if s.s.External() {
+		return s.externalFault("Thaw")
+	}
+	return s.s.Thaw()
+}
+
+// Pause freezes the server for d, then thaws it; it returns early, thawed,
+// if ctx ends first.
+func (s *Server) Pause(ctx context.Context, d time.Duration) error {
+	if err := s.Freeze(); err != nil {
+		return err
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return s.Thaw()
+}

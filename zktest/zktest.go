@@ -61,6 +61,10 @@ const DefaultStartTimeout = zkserver.DefaultStartTimeout
 // ZKLOCK_TEST_SERVERS when no testing.TB is available to skip (StartMain).
 var ErrExternal = zkserver.ErrExternal
 
+// ErrNotRunning is returned by Server.Freeze, Thaw and Pause on a server that
+// is not running.
+var ErrNotRunning = zkserver.ErrNotRunning
+
 // Start returns a running ZooKeeper cluster for the test, torn down by
 // t.Cleanup, found in the four ways the package doc lists. It fails the test
 // with instructions when there is none, and skips it only when the external

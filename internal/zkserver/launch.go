@@ -27,7 +27,7 @@ func (s *Server) writeConfig() error {
 	tickMs := cfg.Tick.Milliseconds()
 	var b strings.Builder
 	fmt.Fprintf(&b, "tickTime=%d\n", tickMs)
-	b.WriteString("initLimit=10\nsyncLimit=5\n")
+	fmt.Fprintf(&b, "initLimit=%d\nsyncLimit=%d\n", max(10, cfg.syncLimit()), cfg.syncLimit())
 	fmt.Fprintf(&b, "dataDir=%s\n", s.dataDir())
 	if s.c.tls != nil {
 		b.WriteString(s.c.tlsLines(s.clientPort))

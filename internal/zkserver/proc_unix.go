@@ -20,6 +20,9 @@ func setProcAttr(cmd *exec.Cmd) {
 func terminate(p *os.Process) error   { return signalGroup(p, syscall.SIGTERM) }
 func killProcess(p *os.Process) error { return signalGroup(p, syscall.SIGKILL) }
 
+func stopProcess(p *os.Process) error     { return signalGroup(p, syscall.SIGSTOP) }
+func continueProcess(p *os.Process) error { return signalGroup(p, syscall.SIGCONT) }
+
 func signalGroup(p *os.Process, sig syscall.Signal) error {
 	err := syscall.Kill(-p.Pid, sig)
 	if errors.Is(err, syscall.ESRCH) {

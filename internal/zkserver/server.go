@@ -23,9 +23,10 @@ type Server struct {
 	clientPort, quorumPort, electionPort int
 	tail                                 *logTail
 
-	mu    sync.Mutex
-	proc  *process       // the current or last process; nil before the first start
-	shift *time.Duration // the wall clock's shift set by SetClockShift; nil: Config.ClockShifts
+	mu     sync.Mutex
+	proc   *process       // the current or last process; nil before the first start
+	shift  *time.Duration // the wall clock's shift set by SetClockShift; nil: Config.ClockShifts
+	frozen bool           // Freeze stopped the process (SIGSTOP); Thaw, Stop and Kill resume it
 }
 
 type process struct {
@@ -119,6 +120,7 @@ func (s *Server) Kill() error {
 func (s *Server) kill() error { return s.stop(true) }
 
 func (s *Server) stop(hard bool) error {
+	s.thawForStop()
 	s.mu.Lock()
 	p := s.proc
 	s.mu.Unlock()

@@ -62,6 +62,9 @@ type Config struct {
 	// ContainerCheck, when positive, is how often the servers delete empty
 	// container znodes (without rate limit).
 	ContainerCheck time.Duration
+	// SyncLimit is how many ticks a follower waits for its leader before it
+	// leaves it (ZooKeeper's syncLimit); 0 means 5.
+	SyncLimit int
 	// ForceSync keeps ZooKeeper's default of an fsync per transaction log
 	// write (tests turn it off: it only protects against power loss).
 	ForceSync bool
@@ -171,4 +174,12 @@ func startDockerInstead(cfg Config, noInstall error) (*Cluster, func(), error) {
 		noInstall = fmt.Errorf("%w; Docker: %v", noInstall, derr)
 	}
 	return nil, nil, fmt.Errorf("zktest: %w\n%s", noInstall, InstallHint)
+}
+
+// syncLimit is c.SyncLimit, or ZooKeeper's sample value 5.
+func (c Config) syncLimit() int {
+	if c.SyncLimit > 0 {
+		return c.SyncLimit
+	}
+	return 5
 }

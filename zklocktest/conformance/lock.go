@@ -50,7 +50,7 @@ func (s *suite) tryAcquire(t *testing.T) {
 		t.Fatalf("the holder was disturbed: %v", h.Err())
 	}
 	s.waitContenders(t, c2, p, 1) // nothing left behind
-	th := token(t, h) // a token is a holder's: read it while held
+	th := token(t, h)             // a token is a holder's: read it while held
 	if err := h.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
