@@ -43,6 +43,8 @@ const (
 	fSvcStallLong                      // swarm "service": the service's session cut (stalled for longer)
 	fStreamKill                        // swarm "service": a stream caller's connection reset mid-hold
 	fLeaseSilence                      // swarm "service": a lease caller stops its keep-alives mid-hold
+	fPauseShort                        // swarm "pause": a server (often the leader) frozen below the bound (0.4 T)
+	fPauseLong                         // swarm "pause": frozen past syncLimit × tickTime, sometimes past T
 	numFaultKinds
 )
 
@@ -69,6 +71,8 @@ var faultKinds = [numFaultKinds]struct {
 	fSvcStallLong:     {"svc_stall_long", 0},
 	fStreamKill:       {"stream_kill", 0},
 	fLeaseSilence:     {"lease_silence", 0},
+	fPauseShort:       {"pause_short", 0}, // weighed by the swarm (weights)
+	fPauseLong:        {"pause_long", 0},
 }
 
 // weights are the faults' weights in this run's configuration.
@@ -85,6 +89,9 @@ func (tt *torture) weights() [numFaultKinds]int {
 	}
 	if tt.cfg.sw.service {
 		w[fSvcStallShort], w[fSvcStallLong], w[fStreamKill], w[fLeaseSilence] = 3, 4, 6, 6
+	}
+	if tt.cfg.sw.pause {
+		w[fPauseShort], w[fPauseLong] = 8, 3
 	}
 	return w
 }
@@ -152,13 +159,17 @@ func (tt *torture) inject(f fault) {
 			func(s *slot) bool { return s.waiting.Load() > 0 })
 	case fCutBeforeRelease:
 		tt.slots[f.slot].cutBeforeRelease.Store(true) // counted when a Release takes it
-	case fKill, fRestartAll, fPartition:
+	case fKill, fRestartAll, fPartition, fPauseShort, fPauseLong:
 		if tt.cluster.External() {
 			tt.counts.add("skipped." + f.kind.String())
 			return
 		}
-		if f.kind == fPartition {
+		switch f.kind {
+		case fPartition:
 			tt.async(&tt.serverBusy, f, func() { tt.partitionServer(f) })
+			return
+		case fPauseShort, fPauseLong:
+			tt.async(&tt.serverBusy, f, func() { tt.pauseServer(f) })
 			return
 		}
 		tt.async(&tt.serverBusy, f, func() { tt.serverFault(f) })
@@ -385,6 +396,32 @@ func (tt *torture) partitionServer(f fault) {
 		tt.t.Errorf("harness: ensemble not healthy after a partition: %v", err)
 	}
 	tt.lg.note(fmt.Sprintf("server %d healed", i+1))
+}
+
+// pauseServer freezes one server (SIGSTOP; the leader when f.server < 0)
+// and thaws it: below the bound a held lease survives (0.1–0.35 T), or past
+// the followers' patience (syncLimit × tickTime, 1 s here) up to 1.5 T, when
+// they elect another leader and sessions may expire. Leases ended meanwhile
+// whose session lived are the run's false losses.
+func (tt *torture) pauseServer(f fault) {
+	i := f.server
+	if i < 0 {
+		i, _ = tt.cluster.Leader() // 0 if there is none right now
+	}
+	d := between(f.u1, tortureSession/10, tortureSession*35/100)
+	if f.kind == fPauseLong {
+		d = between(f.u1, tortureSyncLimit*110/100, tortureSession*3/2)
+	}
+	tt.began(f.kind, "server %d for %v (the leader: %v)", i+1, d.Round(time.Millisecond), f.server < 0)
+	if err := tt.cluster.Servers()[i].Pause(tt.ctx, d); err != nil {
+		tt.t.Errorf("harness: pausing server %d: %v", i+1, err)
+	}
+	ctx, cancel := context.WithTimeout(tt.ctx, 2*time.Minute)
+	defer cancel()
+	if err := tt.cluster.WaitHealthy(ctx); err != nil {
+		tt.t.Errorf("harness: ensemble not healthy after a pause: %v", err)
+	}
+	tt.lg.note(fmt.Sprintf("server %d thawed", i+1))
 }
 
 func serverIDs(servers []*zktest.Server) []int {

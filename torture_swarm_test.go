@@ -35,7 +35,12 @@ var tortureSwarm = flag.String("torture.swarm", "", "TestTorture's configuration
 // swarmDims are the dimensions, in the order they are drawn.
 // "service" is drawn last, after the per-client choices, so that the seeds
 // of before it draw the same configuration of the others.
-var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service"}
+var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause"}
+
+// firstDims are the dimensions drawn before the per-client choices; the
+// others ("service", then "pause") come after them, each added last so that
+// earlier seeds still draw the configuration they drew before.
+const firstDims = 6
 
 const (
 	swarmStream = 1 << 21 // the configuration's PCG stream, apart from the faults', the workers' and the child's
@@ -84,12 +89,17 @@ type swarmConfig struct {
 	// leases (torture_service_test.go); the ensemble then grants at most
 	// serviceSession, so that a lease's TTL can be 1 s (issue 41).
 	service bool
+	// pause: servers (the leader more often) are frozen (SIGSTOP) and
+	// thawed, below the bound a held lease survives (0.4 T) or past
+	// syncLimit × tickTime; the summary counts false_losses, leases ended
+	// by the loss rule whose session lived (issue 47).
+	pause bool
 }
 
 func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 	rng := mrand.New(mrand.NewPCG(seed, swarmStream))
 	on := map[string]bool{}
-	for _, d := range swarmDims[:len(swarmDims)-1] {
+	for _, d := range swarmDims[:firstDims] {
 		on[d] = rng.IntN(2) == 0
 	}
 	switch forced {
@@ -109,7 +119,7 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 			on[d] = true
 		}
 	}
-	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"]}
+	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"], pause: on["pause"]}
 	asks := []time.Duration{tortureSession, 10 * time.Second, 10 * time.Second, 30 * time.Second}
 	sw.asked = make([]time.Duration, clients)
 	sw.chrooted = make([]bool, clients)
@@ -132,6 +142,9 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 	}
 	if service := rng.IntN(2) == 0; forced == "" {
 		sw.service = service
+	}
+	if pause := rng.IntN(2) == 0; forced == "" {
+		sw.pause = pause
 	}
 	return sw, nil
 }
@@ -171,13 +184,13 @@ func (sw swarmConfig) String() string {
 		}
 		maxhold += "(" + strings.Join(ms, " ") + ")"
 	}
-	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service))
+	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause))
 }
 
 // flags renders the configuration for a replay line.
 func (sw swarmConfig) flags() string {
 	var on []string
-	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service} {
+	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service, "pause": sw.pause} {
 		if b {
 			on = append(on, d)
 		}

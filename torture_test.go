@@ -50,7 +50,12 @@ var (
 )
 
 const (
-	tortureSession        = 2 * time.Second
+	tortureSession = 2 * time.Second
+	tortureTick    = 100 * time.Millisecond
+	// tortureSyncLimit is how long the followers wait for a frozen leader
+	// (syncLimit × tickTime) with the swarm's "pause" on: above the short
+	// pauses, below the long ones. Otherwise ZooKeeper's sample syncLimit (5).
+	tortureSyncLimit      = time.Second
 	tortureCleanupDelay   = 200 * time.Millisecond
 	tortureCleanupTimeout = time.Second
 	tortureWorkers        = 2 // workers per client
@@ -184,7 +189,8 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 		if cfg.sw.service {
 			maxSession = serviceSession
 		}
-		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(100*time.Millisecond), zktest.WithMaxSessionTimeout(maxSession),
+		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(tortureTick), zktest.WithMaxSessionTimeout(maxSession),
+			zktest.WithSyncLimit(syncLimitTicks(cfg.sw)),
 			zktest.WithContainerCheck(200*time.Millisecond), zktest.WithPartitions(), zktest.WithLogf(nil))
 	}
 	tt.obs = tortureObserver(t, tt.cluster.Addrs())
@@ -666,14 +672,60 @@ func (tt *torture) acquireError(what string, err error) {
 	}
 }
 
+// syncLimitTicks is the servers' syncLimit for the configuration sw.
+func syncLimitTicks(sw swarmConfig) int {
+	if sw.pause {
+		return int(tortureSyncLimit / tortureTick)
+	}
+	return 5
+}
+
 // granted puts a lease that Acquire just returned into the ledger.
 func (o *op) granted(kind string, l *zklock.Lease, at mono, hold time.Duration, owner string) *leaseRec {
 	r := &leaseRec{path: o.path, node: o.gp(l.Node()), owner: owner, holder: o.who + " " + kind, start: at, planned: at + mono(hold), done: l.Done()}
 	o.tt.lg.grant(r)
 	o.tt.watchEnd(r, l.Done(), l.Err)
+	o.tt.watchFalseLoss(o.c, l)
 	o.tt.lg.setToken(r, tokenOf(l))
 	o.tt.counts.add("grant." + kind)
 	return r
+}
+
+// watchFalseLoss counts a lease of c that the loss rule ended while its
+// session lived on (nobody deleted its node, the session did not expire):
+// the price of trusting only the leader's proven word (issue 47). It is
+// judged two session timeouts after the end, when an expired session has
+// been replaced; a lease granted already ended counts as born_ended.
+func (tt *torture) watchFalseLoss(c *zklock.Client, l *zklock.Lease) {
+	conn := c.Conn()
+	session := conn.SessionID()
+	select {
+	case <-l.Done():
+		tt.counts.add("grant.born_ended")
+	default:
+	}
+	tt.watchers.Add(1)
+	go func() {
+		defer tt.watchers.Done()
+		select {
+		case <-l.Done():
+		case <-tt.ctx.Done():
+			return
+		}
+		if err := l.Err(); !errors.Is(err, zklock.ErrLockLost) || !strings.Contains(err.Error(), "no word from ZooKeeper's leader") {
+			return
+		}
+		t := time.NewTimer(2 * c.SessionTimeout())
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-tt.ctx.Done():
+		}
+		if conn.SessionID() == session && conn.State() == zk.StateHasSession {
+			tt.counts.add("false_losses")
+			tt.lg.note(fmt.Sprintf("false loss: a lease of session 0x%x ended by the loss rule; the session lives", session))
+		}
+	}()
 }
 
 // watchEnd stamps the lease's end when done closes.
@@ -944,6 +996,7 @@ func (o *op) do(ctx context.Context) {
 		r := &leaseRec{path: o.path, owner: owner, holder: o.who + " do", start: at, planned: at + mono(hold), done: fctx.Done()}
 		o.tt.lg.grant(r)
 		o.tt.watchEnd(r, fctx.Done(), func() error { return context.Cause(fctx) })
+		o.tt.watchFalseLoss(o.c, zklock.LeaseOf(fctx))
 		o.tt.counts.add("grant.do")
 		o.hold(fctx, fctx.Done(), hold)
 		o.tt.lg.ended(r, monoNow(), errFnReturned)
@@ -975,6 +1028,7 @@ func (o *op) singleton(ctx context.Context) {
 		r := &leaseRec{path: o.path, node: o.gp(elected.Node()), holder: o.who + " singleton", start: at, planned: at + mono(hold), done: fctx.Done()}
 		o.tt.lg.grant(r)
 		o.tt.watchEnd(r, fctx.Done(), func() error { return context.Cause(fctx) })
+		o.tt.watchFalseLoss(o.c, elected)
 		o.tt.lg.setToken(r, tokenOf(elected))
 		o.tt.counts.add("grant.singleton")
 		o.hold(fctx, fctx.Done(), hold)
@@ -1065,7 +1119,7 @@ func (tt *torture) report() {
 		margin = v.minMargin.Round(time.Millisecond).String()
 	}
 	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d %v acquisitions=%d mutex=%d listwatched=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d job=%d/%d svc_stream=%d svc_lease=%d "+
-		"elect=%d proclaimed=%d guarded{landed=%d refused_lost=%d refused_version=%d unknown=%d} faults{%s} skipped=%d losses=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
+		"elect=%d proclaimed=%d guarded{landed=%d refused_lost=%d refused_version=%d unknown=%d} faults{%s} skipped=%d losses=%d false_losses=%d born_ended=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
 		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, tt.cfg.sw.flags(), v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.listwatched"), tt.counts.get("grant.reentrant"),
 		tt.counts.get("grant.try"), tt.counts.get("try.attempts"), tt.counts.get("grant.do"), tt.counts.get("grant.singleton"),
 		tt.counts.get("grant.read"), tt.counts.get("grant.write"), tt.counts.get("grant.semaphore"), tt.counts.get("grant.multi")/2, tt.counts.get("grant.child"),
@@ -1073,7 +1127,7 @@ func (tt *torture) report() {
 		tt.counts.get("grant.svc_stream"), tt.counts.get("grant.svc_lease"),
 		tt.counts.get("grant.elect"), tt.counts.get("elect.proclaimed"), tt.counts.get("guarded.landed"), tt.counts.get("guarded.refused_lost"),
 		tt.counts.get("guarded.refused_version"), tt.counts.get("guarded.unknown"),
-		strings.Join(faults, " "), skipped, v.losses, v.worst.Round(time.Millisecond), tt.lg.bound, margin, v.fenced, tt.counts.get("child.writes"),
+		strings.Join(faults, " "), skipped, v.losses, tt.counts.get("false_losses"), tt.counts.get("grant.born_ended"), v.worst.Round(time.Millisecond), tt.lg.bound, margin, v.fenced, tt.counts.get("child.writes"),
 		tt.cpu.max, tt.cpu.maxCut, len(v.violations))
 	fmt.Println(line)
 	tt.t.Log(line)
