@@ -685,7 +685,7 @@ func (o *op) granted(kind string, l *zklock.Lease, at mono, hold time.Duration, 
 	r := &leaseRec{path: o.path, node: o.gp(l.Node()), owner: owner, holder: o.who + " " + kind, start: at, planned: at + mono(hold), done: l.Done()}
 	o.tt.lg.grant(r)
 	o.tt.watchEnd(r, l.Done(), l.Err)
-	o.tt.watchFalseLoss(o.c, l)
+	o.tt.watchFalseLoss(o.who, o.c, l)
 	o.tt.lg.setToken(r, tokenOf(l))
 	o.tt.counts.add("grant." + kind)
 	return r
@@ -696,7 +696,7 @@ func (o *op) granted(kind string, l *zklock.Lease, at mono, hold time.Duration, 
 // the price of trusting only the leader's proven word (issue 47). It is
 // judged two session timeouts after the end, when an expired session has
 // been replaced; a lease granted already ended counts as born_ended.
-func (tt *torture) watchFalseLoss(c *zklock.Client, l *zklock.Lease) {
+func (tt *torture) watchFalseLoss(who string, c *zklock.Client, l *zklock.Lease) {
 	conn := c.Conn()
 	session := conn.SessionID()
 	select {
@@ -723,7 +723,7 @@ func (tt *torture) watchFalseLoss(c *zklock.Client, l *zklock.Lease) {
 		}
 		if conn.SessionID() == session && conn.State() == zk.StateHasSession {
 			tt.counts.add("false_losses")
-			tt.lg.note(fmt.Sprintf("false loss: a lease of session 0x%x ended by the loss rule; the session lives", session))
+			tt.lg.note(fmt.Sprintf("false loss: %s's lease of session 0x%x, ended by the loss rule %v ago; the session lives", who, session, 2*c.SessionTimeout()))
 		}
 	}()
 }
@@ -996,7 +996,7 @@ func (o *op) do(ctx context.Context) {
 		r := &leaseRec{path: o.path, owner: owner, holder: o.who + " do", start: at, planned: at + mono(hold), done: fctx.Done()}
 		o.tt.lg.grant(r)
 		o.tt.watchEnd(r, fctx.Done(), func() error { return context.Cause(fctx) })
-		o.tt.watchFalseLoss(o.c, zklock.LeaseOf(fctx))
+		o.tt.watchFalseLoss(o.who, o.c, zklock.LeaseOf(fctx))
 		o.tt.counts.add("grant.do")
 		o.hold(fctx, fctx.Done(), hold)
 		o.tt.lg.ended(r, monoNow(), errFnReturned)
@@ -1028,7 +1028,7 @@ func (o *op) singleton(ctx context.Context) {
 		r := &leaseRec{path: o.path, node: o.gp(elected.Node()), holder: o.who + " singleton", start: at, planned: at + mono(hold), done: fctx.Done()}
 		o.tt.lg.grant(r)
 		o.tt.watchEnd(r, fctx.Done(), func() error { return context.Cause(fctx) })
-		o.tt.watchFalseLoss(o.c, elected)
+		o.tt.watchFalseLoss(o.who, o.c, elected)
 		o.tt.lg.setToken(r, tokenOf(elected))
 		o.tt.counts.add("grant.singleton")
 		o.hold(fctx, fctx.Done(), hold)
