@@ -18,6 +18,7 @@ type holding struct {
 	exclusive        bool // holds alone: a mutex, a writer, a leader
 	lease            *zklock.Lease
 	cred             *credential // a stream's: the holding ends with it (a lease's holding ends with its lease)
+	leased           bool        // a lease's: only the lease's routes release it (one owner per holding)
 
 	releaseOnce sync.Once
 	release     chan struct{} // closed by POST /v1/lock/release

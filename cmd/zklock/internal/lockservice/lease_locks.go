@@ -136,6 +136,7 @@ func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller st
 		kind = "mutex"
 	}
 	h := newHolding(newID(), caller, req.Path, exclusive, zl)
+	h.leased = true
 	if !s.admit(ctx, h) {
 		_ = zl.Release(context.Background()) // bounded by the loss, 0.8 T
 		s.leaseEndedAnswer(w, l)

@@ -31,6 +31,10 @@ func (s *Service) release(w http.ResponseWriter, r *http.Request, caller string)
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no holding %q of this caller (released, lost, or never granted)", req.ID))
 		return
 	}
+	if h.leased { // its lease must hear of its end: only the lease's routes release it
+		writeError(w, http.StatusConflict, "lease_holding", fmt.Sprintf("holding %q belongs to a lease: release it with /v1/lease/release (the lease's id and this id); nothing was changed", req.ID))
+		return
+	}
 	h.askRelease()
 	select {
 	case <-h.ended:
