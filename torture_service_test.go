@@ -695,6 +695,9 @@ func (sv *svcRun) leaseHold(ctx context.Context, c *leaseCaller, rng *rand.Rand,
 	ls.mu.Unlock()
 	tt.counts.add("grant.svc_lease")
 	tt.counts.add("svc.lease." + kind)
+	if rng.IntN(8) == 0 {
+		sv.crossRelease(who, got.ID)
+	}
 	var silenceAt mono
 	if c.armed.CompareAndSwap(true, false) {
 		hold = max(hold, 2*serviceTTL)
@@ -718,6 +721,19 @@ func (sv *svcRun) leaseHold(ctx context.Context, c *leaseCaller, rng *rand.Rand,
 	ls.endLocked(tt, min(monoNow(), ls.deadline), zklock.ErrReleased)
 	ls.mu.Unlock()
 	release()
+}
+
+// crossRelease sends a lease's holding id to the stream route, as a caller
+// that mixed up its ids would (issue 49): it must not release it (409
+// lease_holding, or 404 or 409 lost if it ended just before); the holding
+// goes on, and the ledger checks that nobody else is granted the path
+// meanwhile.
+func (sv *svcRun) crossRelease(who, id string) {
+	code, ecode := sv.call(context.Background(), 10*time.Second, "/v1/lock/release", map[string]string{"id": id}, nil)
+	sv.tt.counts.add(fmt.Sprintf("svc.cross_release_%d%s", code, dotted(ecode)))
+	if code == http.StatusOK { // 404 or 409 lost are right for a holding that ended just before
+		sv.tt.lg.violate("%s: /v1/lock/release released a lease's holding %s (200): only its lease may", who, id)
+	}
 }
 
 // silenced: the lease_silence fault stopped the caller's keep-alives. Its
