@@ -331,6 +331,7 @@ export class Holding {
 
   async #read(it) {
     let reason = 'the stream ended';
+    let code = 'lost';
     try {
       for (;;) {
         const { value, done } = await it.next();
@@ -349,10 +350,13 @@ export class Holding {
         }
       }
     } catch (err) {
-      reason = err.message;
+      // A cut connection (Node says only "aborted"), or a silent one: the
+      // service cannot be heard, so the lock must be presumed lost.
+      reason = `the service is unreachable: the stream was cut (${err.message})`;
+      code = 'unreachable';
     }
     if (this.#asked && this.#released !== null) return;
-    this.#abort.abort(coded(said('lock lost: ', reason), 'lost', 0));
+    this.#abort.abort(coded(said('lock lost: ', reason), code, 0));
   }
 
   /** True until the lock is released or lost. */

@@ -388,7 +388,7 @@ def _read_event(resp: http.client.HTTPResponse) -> Optional[Dict[str, Any]]:
     try:
         line = resp.readline()
     except OSError as e:  # socket.timeout included: three heartbeats missed
-        raise ZklockError("zklock: the service fell silent: %s" % e, "unreachable") from e
+        raise ZklockError("zklock: the service is unreachable: the stream was cut or fell silent: %s" % e, "unreachable") from e
     if not line:
         return None
     return json.loads(line)

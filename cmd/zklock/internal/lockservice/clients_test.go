@@ -422,3 +422,24 @@ func TestClientsLease(t *testing.T) {
 		require.Equal(t, 3, c.exit(t))
 	})
 }
+
+// TestClientsCutStreamSaysUnreachable: a holder whose stream is cut (a
+// connection reset between it and the service) is told the lock is lost
+// because the service is unreachable, in both languages (Node's client said
+// only "aborted").
+func TestClientsCutStreamSaysUnreachable(t *testing.T) {
+	eachLang(t, func(t *testing.T, l lang) {
+		s := serve(t, lockservice.Config{Heartbeat: 100 * time.Millisecond})
+		proxy := zktest.NewProxy(t, strings.TrimPrefix(s.url, "http://"))
+		px := *s
+		px.url = "http://" + proxy.Addr()
+		p := lockPath(t)
+		a := startClient(t, l, &px, p)
+		require.Equal(t, "granted", a.line(t, 1).Event)
+		proxy.Cut()
+		lost := a.line(t, 2)
+		require.Equal(t, "lost", lost.Event)
+		require.Contains(t, lost.Reason, "unreachable", "the loss says why")
+		require.Equal(t, 3, a.exit(t), a.lines())
+	})
+}
