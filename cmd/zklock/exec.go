@@ -221,6 +221,10 @@ type execOpts struct {
 	stderr     io.Writer        // for warnings after the command (a job's end not recorded)
 	httpAt     string           // --http: serve leadership for probes here
 	probe      *execProbe       // its server: exec_probe.go
+
+	// grantedSession is the session timeout the server granted: the group's
+	// deadlines keep clear of the session's expiry (groupDeadline).
+	grantedSession time.Duration
 }
 
 func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
@@ -354,6 +358,8 @@ func (o *execOpts) check() string {
 		return "--session-timeout must be positive"
 	case o.grace < 0:
 		return "--grace must not be negative"
+	case o.maxHold < 0:
+		return "--max-hold must not be negative (0, or leave it out, for no limit)"
 	}
 	return ""
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -55,6 +56,7 @@ func (o *execOpts) acquire(sigs <-chan os.Signal, stderr io.Writer) (*zklock.Cli
 	}
 	if r.err == nil {
 		o.granted = r.granted
+		o.grantedSession = r.client.SessionTimeout()
 		return r.client, r.lease, 0
 	}
 	return nil, nil, o.acquireFailed(r, errors.Is(context.Cause(ctx), errTimedOut), stderr)
@@ -64,8 +66,9 @@ func (o *execOpts) acquire(sigs <-chan os.Signal, stderr io.Writer) (*zklock.Cli
 // --try), bounded by ctx. The client is returned even when acquiring fails.
 func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acquired {
 	opts := []zklock.Option{zklock.WithSessionTimeout(o.session)}
+	grants := &grantClock{held: map[*grantSpan]bool{}}
 	if o.maxHold > 0 {
-		opts = append(opts, zklock.WithMaxHold(o.maxHold))
+		opts = append(opts, zklock.WithMaxHold(o.maxHold), zklock.WithTracer(grants))
 	}
 	if o.verbose {
 		opts = append(opts, zklock.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
@@ -91,7 +94,54 @@ func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acqu
 			granted = time.Now() // waited its turn: as soon after the grant as zklock can tell
 		}
 	}
+	if first, ok := grants.earliest(); ok && first.Before(granted) {
+		granted = first // --and: a path granted while exec waited for the next
+	}
 	return acquired{client, lease, err, granted}
+}
+
+// grantClock is a Tracer that times the grant of each part of a lease: the
+// library's hold limit (WithMaxHold) runs from each part's own grant, so
+// with --and the first path taken frees itself first, and exec's limit must
+// run from that grant, not from the end of the whole acquisition. Parts
+// that ended (a multi-lock taking them all again) no longer count.
+type grantClock struct {
+	mu   sync.Mutex
+	held map[*grantSpan]bool
+}
+
+type grantSpan struct {
+	c  *grantClock
+	at time.Time
+}
+
+func (c *grantClock) StartAcquire(context.Context, string, string) zklock.AcquireSpan {
+	return &grantSpan{c: c}
+}
+
+// earliest is the grant of the earliest part still held.
+func (c *grantClock) earliest() (first time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for s := range c.held {
+		if !ok || s.at.Before(first) {
+			first, ok = s.at, true
+		}
+	}
+	return first, ok
+}
+
+func (s *grantSpan) Context() string   { return "" } // records no trace in the node
+func (s *grantSpan) Queued(int)        {}
+func (s *grantSpan) WaitingFor(string) {}
+func (s *grantSpan) Failed(error)      {}
+func (s *grantSpan) Ended(error)       { s.c.mu.Lock(); delete(s.c.held, s); s.c.mu.Unlock() }
+func (s *grantSpan) Granted(string, int64) zklock.HoldSpan {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	s.at = time.Now()
+	s.c.held[s] = true
+	return s
 }
 
 // tryConnectTimeout caps --connect-timeout for --try: a caller that will not

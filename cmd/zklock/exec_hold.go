@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,14 +37,32 @@ func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stde
 		}
 		return fail(stderr, exitCannotRun, "cannot run %q: %v", o.argv[0], err)
 	}
-	reap := startReaper(cmd.Process.Pid, o.grace)
-	r := o.supervise(cmd, lease, sigs, stderr)
-	reap.stop() // the command has exited: what it left is stopped below
-	o.stopLeftovers(cmd.Process.Pid, stderr)
+	stops, unshield := shieldHolder()
+	defer unshield()
+	g := o.newGroupDeadline(cmd.Process.Pid, lease)
+	r := o.supervise(cmd, lease, g, sigs, stops, stderr)
+	o.stopLeftovers(g, lease, stderr) // the reaper stays until the group is empty
+	g.stop()
 	if foreground {
 		takeTerminal()
 	}
 	return o.finish(cmd, lease, r, stderr)
+}
+
+// shieldHolder makes sure that nothing zklock does with its terminal or its
+// output stops or kills it while it holds the lock for a command: a
+// stopped or dead zklock keeps no deadline. A write to a closed pipe fails
+// (EPIPE) instead of killing it (SIGPIPE); a background write to a
+// terminal with tostop, or a read, does not stop it (SIGTTOU, SIGTTIN); and
+// a stop from the terminal (Ctrl-Z, SIGTSTP) is refused: stops delivers it
+// to the loop, which says so. It is called once the command has started,
+// so that the command keeps the dispositions zklock was given (an ignored
+// signal would stay ignored across exec); the reaper sets its own.
+func shieldHolder() (stops <-chan os.Signal, undo func()) {
+	signal.Ignore(syscall.SIGPIPE, syscall.SIGTTOU, syscall.SIGTTIN)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTSTP)
+	return ch, func() { signal.Stop(ch) }
 }
 
 // confirm returns the lease's fencing token, or 0 and the exit code after
@@ -76,8 +95,11 @@ func (o *execOpts) command(lease *zklock.Lease, token int64, stdout, stderr io.W
 type supervised struct {
 	waitErr error // what waiting for the command returned
 	lost    error // why the lease ended while the command ran; nil if it held
-	killed  bool  // the command outlived --grace after SIGTERM and got SIGKILL
+	killed  bool  // the command outlived its SIGTERM and got a deadline's SIGKILL
 	limited bool  // --max-hold: exec stopped the command before the limit
+	// killAfter is how long after a loss's (or a request's) SIGTERM the
+	// SIGKILL was armed: --grace, or less if the lock could expire sooner.
+	killAfter time.Duration
 }
 
 // holdStops are the moments, after the grant, at which --max-hold stops the
@@ -94,67 +116,65 @@ func holdStops(limit, grace time.Duration) (term, kill time.Duration) {
 
 // supervise waits for the started command to exit. It passes signals on to
 // the command's process group and stops the group if the lease ends first:
-// SIGTERM at once, SIGKILL after --grace.
-func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, sigs <-chan os.Signal, stderr io.Writer) supervised {
-	pgid := cmd.Process.Pid
+// SIGTERM at once, SIGKILL after --grace or before the lock may expire
+// (groupDeadline). Every signal is sent before its message is written.
+func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, g *groupDeadline, sigs, stops <-chan os.Signal, stderr io.Writer) supervised {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
 	var (
 		r       supervised
 		leaseUp = lease.Done()
-		killAt  <-chan time.Time
 		asked   <-chan struct{} // --revocable: a request to release
-		// --max-hold: stop the command before the limit frees the lock
-		limitTerm, limitKill <-chan time.Time
 	)
 	if o.revoke {
 		asked = lease.RevokeRequested()
 	}
-	if o.maxHold > 0 {
-		term, kill := holdStops(o.maxHold, o.grace)
-		limitTerm = time.After(time.Until(o.granted.Add(term)))
-		limitKill = time.After(time.Until(o.granted.Add(kill)))
-	}
 	for {
 		select {
 		case r.waitErr = <-exited:
+			r.limited, r.killed = g.state()
 			return r
 		case sig := <-sigs:
 			o.signalled = sig
-			_ = syscall.Kill(-pgid, sig.(syscall.Signal))
+			g.signal(sig.(syscall.Signal))
+		case <-stops:
+			fmt.Fprintf(stderr, "zklock: not stopping (SIGTSTP, Ctrl-Z) while the command holds the lock on %s: the lock would expire while the command ran; stop the command itself, or end it with Ctrl-C\n", o.path)
 		case <-asked:
 			asked = nil
-			fmt.Fprintf(stderr, "zklock: asked to release the lock on %s; stopping the command: SIGTERM now, SIGKILL after %v\n", o.path, o.grace)
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			killAt = time.After(o.grace)
+			g.signal(syscall.SIGTERM)
+			kill := g.killAfter(o.grace)
+			r.killAfter = kill
+			fmt.Fprintf(stderr, "zklock: asked to release the lock on %s; stopping the command: SIGTERM now, SIGKILL after %v\n", o.path, kill.Round(time.Millisecond))
 		case <-leaseUp:
 			leaseUp = nil
-			r.lost = lease.Err()
-			if errors.Is(r.lost, zklock.ErrHoldLimit) {
-				fmt.Fprintf(stderr, "zklock: the command held %s for --max-hold %v; stopping it: SIGTERM now, SIGKILL after %v\n", o.path, o.maxHold, o.grace)
-			} else {
-				fmt.Fprintf(stderr, "zklock: lost the lock on %s while the command ran: %s; stopping the command: SIGTERM now, SIGKILL after %v\n",
-					o.path, lossCause(r.lost), o.grace)
-			}
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			killAt = time.After(o.grace)
-		case <-killAt:
-			killAt = nil
-			r.killed = true
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		case <-limitTerm:
-			limitTerm = nil
-			r.limited = true
-			_, kill := holdStops(o.maxHold, o.grace)
-			fmt.Fprintf(stderr, "zklock: the command has held %s for %v of --max-hold %v; stopping it before the limit: SIGTERM now, SIGKILL at %v\n",
-				o.path, time.Since(o.granted).Round(time.Millisecond), o.maxHold, kill)
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		case <-limitKill:
-			limitKill = nil
-			r.limited, r.killed = true, true
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			g.signal(syscall.SIGTERM)
+			kill := g.killAfter(o.grace)
+			r.lost, r.killAfter = lease.Err(), kill
+			o.reportEnd(r.lost, kill, stderr)
+		case n := <-g.notes:
+			o.reportNote(n, stderr)
 		}
+	}
+}
+
+// reportEnd says that the lease ended while the command ran, and how the
+// command is being stopped (signalled already).
+func (o *execOpts) reportEnd(lost error, kill time.Duration, stderr io.Writer) {
+	if errors.Is(lost, zklock.ErrHoldLimit) {
+		fmt.Fprintf(stderr, "zklock: the command held %s for --max-hold %v; stopping it: SIGTERM now, SIGKILL after %v\n", o.path, o.maxHold, kill.Round(time.Millisecond))
+		return
+	}
+	fmt.Fprintf(stderr, "zklock: lost the lock on %s while the command ran: %s; stopping the command: SIGTERM now, SIGKILL after %v\n",
+		o.path, lossCause(lost), kill.Round(time.Millisecond))
+}
+
+// reportNote says what a deadline of the group did (done already).
+func (o *execOpts) reportNote(n groupNote, stderr io.Writer) {
+	if n == noteHoldTerm {
+		_, kill := holdStops(o.maxHold, o.grace)
+		fmt.Fprintf(stderr, "zklock: the command has held %s for %v of --max-hold %v; stopping it before the limit: SIGTERM now, SIGKILL at %v\n",
+			o.path, time.Since(o.granted).Round(time.Millisecond), o.maxHold, kill)
 	}
 }
 
@@ -163,8 +183,8 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, sigs <-chan os.
 func (o *execOpts) finish(cmd *exec.Cmd, lease *zklock.Lease, r supervised, stderr io.Writer) int {
 	if r.limited && r.lost == nil {
 		// --max-hold stopped the command before the limit: the lock is still
-		// held, and released once its end is recorded.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// held, and released once its end is recorded. Its group is empty
+		// (stopLeftovers).
 		if r.killed {
 			fmt.Fprintf(stderr, "zklock: the command ignored SIGTERM; killed it before the --max-hold limit\n")
 		}
@@ -183,10 +203,10 @@ func (o *execOpts) finish(cmd *exec.Cmd, lease *zklock.Lease, r supervised, stde
 		}
 	}
 	if r.lost != nil {
-		// Whatever is left of the command's process group runs unprotected.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// What was left of the command's process group was killed at once
+		// (stopLeftovers): it would run unprotected.
 		if r.killed {
-			fmt.Fprintf(stderr, "zklock: the command ignored SIGTERM for %v; killed it\n", o.grace)
+			fmt.Fprintf(stderr, "zklock: the command ignored SIGTERM for %v; killed it\n", r.killAfter.Round(time.Millisecond))
 		}
 		if o.jobRun != nil { // the end by the hold limit is recorded already; a loss's if nobody started since
 			o.endJob(cmd, nil)
@@ -249,19 +269,36 @@ func (o *execOpts) partTokens(lease *zklock.Lease) string {
 // stopLeftovers stops what the command left running in its process group
 // (background children, a command killed by SIGKILL with its children
 // alive) before the lock is released, since they would run on without it:
-// SIGTERM, then SIGKILL after --grace if any is still there.
-func (o *execOpts) stopLeftovers(pgid int, stderr io.Writer) {
-	if syscall.Kill(-pgid, 0) != nil {
+// SIGTERM, then SIGKILL after --grace, or sooner: at the hold limit's
+// SIGKILL, before the lock may expire, or at once if the lease ends
+// meanwhile (the lock is gone). The reaper stays meanwhile.
+func (o *execOpts) stopLeftovers(g *groupDeadline, lease *zklock.Lease, stderr io.Writer) {
+	if !g.othersAlive() {
 		return // the group is empty
 	}
-	fmt.Fprintf(stderr, "zklock: the command exited leaving processes in its process group %d; stopping them before releasing %s: SIGTERM now, SIGKILL after %v\n", pgid, o.path, o.grace)
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	deadline := time.Now().Add(o.grace)
-	for time.Now().Before(deadline) {
-		if syscall.Kill(-pgid, 0) != nil {
+	g.signal(syscall.SIGTERM)
+	kill := g.killAfter(o.grace)
+	fmt.Fprintf(stderr, "zklock: the command exited leaving processes in its process group %d; stopping them before releasing %s: SIGTERM now, SIGKILL after %v\n",
+		g.pgid, o.path, kill.Round(time.Millisecond))
+	leaseUp := lease.Done()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var killed time.Time // when the SIGKILL was seen sent
+	for g.othersAlive() {
+		select {
+		case <-leaseUp:
+			leaseUp = nil
+			g.killBy(time.Now())
+		case <-tick.C:
+		}
+		if _, k := g.state(); k && killed.IsZero() {
+			killed = time.Now()
+		}
+		if !killed.IsZero() && time.Since(killed) > time.Second {
+			// SIGKILL takes effect when a process leaves uninterruptible
+			// sleep: nothing more can be done from here.
+			fmt.Fprintf(stderr, "zklock: processes of group %d outlived SIGKILL by 1s (uninterruptible sleep?); releasing %s all the same\n", g.pgid, o.path)
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }

@@ -1,39 +1,52 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // The reaper takes the command's whole process group down if zklock dies
-// without doing so itself (kill -9, a crash): the kernel's parent-death
-// signal reaches only the command, not what the command started, and those
-// would run on without the lock while the next holder runs. It is zklock
-// itself, re-run as "zklock _reap PGID GRACE" inside the command's process
-// group, reading a pipe whose other end only zklock holds: when zklock is
-// gone, the read ends, and the reaper sends the group SIGTERM, then SIGKILL
-// after the grace (which ends the reaper too, a member of the group). When
-// zklock ends normally it kills the reaper first.
+// or freezes without doing so itself (kill -9, a crash, SIGSTOP): the
+// kernel's parent-death signal reaches only the command, not what the
+// command started, and those would run on without the lock while the next
+// holder runs. It is zklock itself, re-run as "zklock _reap PGID GRACE
+// SLACK" inside the command's process group, reading a pipe whose other
+// end only zklock holds. zklock writes on it the moment by which the group
+// must be dead (groupDeadline.bound: shortly before the session could
+// expire, the hold limit's SIGKILL, an armed SIGKILL), as a duration from
+// now, each time it changes.
+//
+//   - When zklock is gone, the read ends: the reaper sends the group
+//     SIGTERM, then SIGKILL after the grace or at the last moment it was
+//     told, less SLACK (the lease's own loss deadline), whichever is first.
+//     The SIGKILL ends the reaper too, a member of the group.
+//   - When that moment passes with nothing newer said (zklock is stopped,
+//     or stuck), the reaper sends the group SIGKILL: the lock may be gone.
+//
+// When zklock ends normally it kills the reaper once the group is empty.
 
 const reapCmd = "_reap"
 
-// reaper is a started reaper; stop kills it (the command has exited, or
-// zklock is killing the group itself).
+// reaper is a started reaper; stop kills it.
 type reaper struct {
 	cmd  *exec.Cmd
 	pipe *os.File // zklock's end: closed only by zklock's death (or stop)
+	mu   sync.Mutex
+	done bool
 }
 
 // startReaper starts a reaper in the process group pgid. It returns nil if
 // it cannot (the command exited already): the parent-death signal still
 // stops the command itself.
-func startReaper(pgid int, grace time.Duration) *reaper {
+func startReaper(pgid int, grace, slack time.Duration) *reaper {
 	self, err := os.Executable()
 	if err != nil {
 		return nil
@@ -43,8 +56,9 @@ func startReaper(pgid int, grace time.Duration) *reaper {
 		return nil
 	}
 	defer r.Close()
-	cmd := exec.Command(self, reapCmd, strconv.Itoa(pgid), grace.String())
+	cmd := exec.Command(self, reapCmd, strconv.Itoa(pgid), grace.String(), slack.String())
 	cmd.Stdin = r
+	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 	if err := cmd.Start(); err != nil {
 		w.Close()
@@ -53,32 +67,105 @@ func startReaper(pgid int, grace time.Duration) *reaper {
 	return &reaper{cmd: cmd, pipe: w}
 }
 
+// feed tells the reaper the moment by which the group must be dead. The
+// pipe holds far more than zklock ever writes unread, so it never blocks
+// for long.
+func (r *reaper) feed(by time.Time) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.done {
+		_, _ = fmt.Fprintf(r.pipe, "%d\n", time.Until(by).Nanoseconds())
+	}
+}
+
+// pid is the reaper's process id, 0 if there is none.
+func (r *reaper) pid() int {
+	if r == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
+
 func (r *reaper) stop() {
 	if r == nil {
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return
+	}
+	r.done = true
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 	r.pipe.Close()
 }
 
-// runReaper is "zklock _reap PGID GRACE": it waits for zklock's end of the
-// pipe on stdin to close, then stops the group.
+// runReaper is "zklock _reap PGID GRACE SLACK": it keeps the group's
+// deadline that zklock feeds on stdin, and stops the group when zklock is
+// gone or the deadline passes.
 func runReaper(args []string, stderr io.Writer) int {
-	if len(args) != 2 {
+	if len(args) != 3 {
 		return fail(stderr, exitUsage, "%s is zklock exec's helper, not a command", reapCmd)
 	}
 	pgid, err := strconv.Atoi(args[0])
 	grace, gerr := time.ParseDuration(args[1])
-	if err != nil || gerr != nil || pgid <= 1 {
+	slack, serr := time.ParseDuration(args[2])
+	if err != nil || gerr != nil || serr != nil || pgid <= 1 {
 		return fail(stderr, exitUsage, "%s: bad arguments %q", reapCmd, args)
 	}
-	// The signals zklock forwards to the group are the command's business.
-	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	_, _ = io.Copy(io.Discard, os.Stdin) // returns when zklock is gone
-	fmt.Fprintf(stderr, "zklock: exec ended without stopping its command; stopping process group %d: SIGTERM now, SIGKILL after %v\n", pgid, grace)
+	// The signals zklock forwards to the group are the command's business,
+	// and nothing the terminal or a closed pipe does may stop the reaper.
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE)
+	bounds, gone := readBounds(os.Stdin)
+	var by time.Time // zero until zklock said
+	watch := time.NewTimer(time.Hour)
+	watch.Stop()
+	for {
+		select {
+		case d := <-bounds:
+			by = time.Now().Add(d)
+			watch.Reset(d)
+		case <-watch.C: // zklock said nothing newer in time: stopped, or stuck
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			return exitOK
+		case <-gone:
+			return reapAfterDeath(pgid, grace, by, slack, stderr)
+		}
+	}
+}
+
+// readBounds reads the durations zklock writes; gone closes when zklock's
+// end is closed, after the last duration was taken.
+func readBounds(in io.Reader) (<-chan time.Duration, <-chan struct{}) {
+	bounds, gone := make(chan time.Duration), make(chan struct{})
+	go func() {
+		defer close(gone)
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			if n, err := strconv.ParseInt(sc.Text(), 10, 64); err == nil {
+				bounds <- time.Duration(n)
+			}
+		}
+	}()
+	return bounds, gone
+}
+
+// reapAfterDeath stops the group of a zklock that died: SIGTERM now,
+// SIGKILL after the grace or at the lease's loss deadline (by less slack),
+// whichever is first. Signal first, write after.
+func reapAfterDeath(pgid int, grace time.Duration, by time.Time, slack time.Duration, stderr io.Writer) int {
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	time.Sleep(grace)
+	wait := grace
+	if !by.IsZero() {
+		wait = max(min(wait, time.Until(by.Add(-slack))), 0)
+	}
+	fmt.Fprintf(stderr, "zklock: exec ended without stopping its command; stopping process group %d: SIGTERM sent, SIGKILL in %v\n", pgid, wait.Round(time.Millisecond))
+	time.Sleep(wait)
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	return exitOK
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -42,10 +44,54 @@ func ttyPgrp() (int, error) {
 
 // takeTerminal makes zklock's process group the terminal's foreground again,
 // after the command's. zklock is in the background meanwhile, so it ignores
-// SIGTTOU for the call, which would stop it otherwise.
+// SIGTTOU for the call, which would stop it otherwise (shieldHolder has it
+// ignored already while a command runs).
 func takeTerminal() {
 	signal.Ignore(syscall.SIGTTOU)
-	defer signal.Reset(syscall.SIGTTOU)
 	pgrp := int32(syscall.Getpgrp())
 	_, _, _ = syscall.Syscall(syscall.SYS_IOCTL, 0, syscall.TIOCSPGRP, uintptr(unsafe.Pointer(&pgrp)))
+}
+
+// groupMembers lists the live processes (not zombies) of process group
+// pgid, from /proc; ok is false if /proc cannot be read.
+func groupMembers(pgid int) (pids []int, ok bool) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, false
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, false
+	}
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if g, live := procGroup(pid); live && g == pgid {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, true
+}
+
+// procGroup reads a process's group from /proc/PID/stat; live is false for
+// a zombie or a process gone.
+func procGroup(pid int) (pgrp int, live bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 || f[0][0] == 'Z' || f[0][0] == 'X' {
+		return 0, false
+	}
+	pgrp, err = strconv.Atoi(string(f[2]))
+	return pgrp, err == nil
 }

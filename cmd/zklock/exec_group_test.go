@@ -1,0 +1,185 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The command never outlives its lock (issue 57): each test runs a first
+// holder whose command leaves a process in its group, a second holder
+// waiting on the path whose command notes every process of the first run
+// still alive when it starts, and fails if there is one.
+
+// stubbornChild, in a command's script, starts a child in the command's
+// process group that ignores SIGTERM, its pid appended to the file $0.
+const stubbornChild = `sh -c 'trap "" TERM; echo $$ >> "$0"; exec sleep 1000' "$0" & `
+
+// survivorsCheck is the next holder's command: for each pid listed in the
+// file $0 whose process lives (a zombie does not), "alive PID" in the file
+// $1, then "second".
+const survivorsCheck = `for p in $(cat $0); do if [ -e /proc/$p ] && ! grep -q ') Z ' /proc/$p/stat; then echo alive $p >> $1; fi; done; echo second >> $1`
+
+// runFiles makes the files of one test: pids (the first run's processes)
+// and events (what happened, in order); what the pids file lists is killed
+// at the end, whatever the test found.
+func runFiles(t *testing.T) (pids, events string) {
+	dir := t.TempDir()
+	pids, events = filepath.Join(dir, "pids"), filepath.Join(dir, "events")
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(pids)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	return pids, events
+}
+
+// requireNoSurvivor checks that the next holder found none of the first
+// run's processes alive.
+func requireNoSurvivor(t *testing.T, events, first string) {
+	t.Helper()
+	b, err := os.ReadFile(events)
+	require.NoError(t, err)
+	require.Equal(t, first+"second\n", string(b), "the next holder ran while a process of the first run lived")
+}
+
+// Case 1: the command dies of --max-hold's SIGTERM, leaving a child that
+// ignores SIGTERM. The leftover is killed before the limit frees the lock,
+// not --grace (10s) later.
+func TestExecMaxHoldKillsLeftoversBeforeTheLimit(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	pids, events := runFiles(t)
+	p := start(t, "exec", "--max-hold", "2s", "--grace", "10s", path, "--", "sh", "-c",
+		stubbornChild+`echo started >> $1; while :; do sleep 0.05; done`, pids, events)
+	waitQueue(t, c, path, 1)
+	waitFile(t, events, "started")
+	waitFile(t, pids, "\n")
+	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
+	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+	require.Equal(t, exitHoldLimit, p.wait(t, 20*time.Second), p.errText())
+	requireNoSurvivor(t, events, "started\n")
+}
+
+// Case 2: a --once-per run whose command exits 0 at once, leaving a child
+// that ignores SIGTERM, is recorded as succeeded (the child killed before
+// the limit), so that a --retry-failed start in the same period does not
+// run it again.
+func TestExecOncePerLeftoverRunSucceeds(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	pids, events := runFiles(t)
+	job := []string{"exec", "--once-per", "1h", "--retry-failed", "--max-hold", "3s", "--grace", "10s", path, "--", "sh", "-c"}
+	p := start(t, append(job, stubbornChild+`while [ ! -s $0 ]; do sleep 0.01; done; echo started >> $1`, pids, events)...)
+	waitFile(t, pids, "\n")
+	waitQueue(t, c, path, 1)
+	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
+	require.Equal(t, 0, p.wait(t, 20*time.Second), "the command exited 0; stderr:\n%s", p.errText())
+	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+	requireNoSurvivor(t, events, "started\n")
+	st := jobState(t, path)
+	require.Equal(t, "succeeded", st.Last.Outcome, "%+v", st.Last)
+
+	code, _, stderr := runZK(t, 20*time.Second, append(job, `echo again >> $1`, pids, events)...)
+	require.Equal(t, exitNotThisTime, code, "run twice in one period: %s", stderr)
+}
+
+// Case 8: a negative --max-hold is a usage error, as for zklock lock, not
+// "no limit".
+func TestExecNegativeMaxHoldRefused(t *testing.T) {
+	code, _, stderr := runZK(t, 20*time.Second, "exec", "--max-hold", "-1s", lockPath(t), "--", "true")
+	require.Equal(t, exitUsage, code, stderr)
+	require.Contains(t, stderr, "--max-hold must not be negative")
+}
+
+// Case 4: zklock is killed (kill -9) with a --grace longer than the
+// session timeout: the reaper kills the group before the session can
+// expire, not --grace after zklock's death.
+func TestExecKilledReaperBeatsTheSession(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	pids, events := runFiles(t)
+	p := start(t, "exec", "--session-timeout", "2s", "--grace", "30s", path, "--", "sh", "-c",
+		`trap "" TERM; echo $$ >> $0; `+stubbornChild+`echo started >> $1; wait`, pids, events)
+	waitQueue(t, c, path, 1)
+	waitFile(t, events, "started")
+	eventually(t, "two pids", func() bool { b, _ := os.ReadFile(pids); return len(strings.Fields(string(b))) == 2 })
+	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
+	waitQueue(t, c, path, 2)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+	requireNoSurvivor(t, events, "started\n")
+}
+
+// Case 7: zklock's stderr is a pipe whose reader is gone: writing to it
+// must not kill zklock (SIGPIPE) before the command's leftovers are
+// stopped and the lock released.
+func TestExecBrokenStderrStillStopsLeftovers(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	pids, events := runFiles(t)
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	r.Close() // the reader is gone
+	cmd := exec.Command(bin, "exec", "--session-timeout", "2s", "--grace", "300ms", path, "--", "sh", "-c",
+		`trap "" TERM; `+stubbornChild+`echo started >> $1; while [ ! -e $1.go ]; do sleep 0.05; done`, pids, events)
+	cmd.Env = append(os.Environ(), envServers+"="+strings.Join(cluster.Addrs(), ","), "GORACE=atexit_sleep_ms=0")
+	cmd.Stderr = w
+	require.NoError(t, cmd.Start())
+	w.Close()
+	var werr error
+	exited := make(chan struct{})
+	go func() { werr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	waitQueue(t, c, path, 1)
+	waitFile(t, events, "started")
+	waitFile(t, pids, "\n")
+	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
+	waitQueue(t, c, path, 2)
+	require.NoError(t, os.WriteFile(events+".go", nil, 0o644)) // the command exits, the child stays
+	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+	requireNoSurvivor(t, events, "started\n")
+	select {
+	case <-exited:
+		require.NoError(t, werr, "zklock exits with the command's status")
+	case <-time.After(10 * time.Second):
+		t.Fatal("zklock still runs")
+	}
+}
+
+// Case 3: with --and, the limit runs from the first path's grant: a path
+// taken while exec waited for the next frees itself at its own limit, and
+// the command is dead by then.
+func TestExecSeveralPathsLimitFromTheFirstGrant(t *testing.T) {
+	paths := []string{lockPath(t), lockPath(t)}
+	slices.Sort(paths) // taken in this order
+	first, second := paths[0], paths[1]
+	c := connect(t)
+	m, err := c.NewMutex(second)
+	require.NoError(t, err)
+	held, err := m.Acquire(t.Context())
+	require.NoError(t, err)
+	pids, events := runFiles(t)
+	p := start(t, "exec", "--max-hold", "3s", "--grace", "10s", first, "--and", second, "--", "sh", "-c",
+		`trap "" TERM; echo $$ >> $0; echo started >> $1; while :; do sleep 0.05; done`, pids, events)
+	waitQueue(t, c, first, 1)
+	waitQueue(t, c, second, 2)
+	next := start(t, "exec", first, "--", "sh", "-c", survivorsCheck, pids, events)
+	waitQueue(t, c, first, 2)
+	time.Sleep(1200 * time.Millisecond) // the first path held alone for most of its limit: what is tested
+	require.NoError(t, held.Release(t.Context()))
+	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+	require.Equal(t, exitHoldLimit, p.wait(t, 20*time.Second), p.errText())
+	requireNoSurvivor(t, events, "started\n")
+}
