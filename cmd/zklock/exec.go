@@ -50,11 +50,17 @@ SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to zklock are passed on to the
 command's process group, and the lock is released once the command has exited.
 What the command leaves in its process group (background children, or the
 children of a command killed by SIGKILL) gets SIGTERM, then SIGKILL after
---grace, before the lock is released; the exit status stays the command's.
-While zklock is still waiting, these signals make it leave the queue and exit.
+--grace (or sooner: at --max-hold's SIGKILL, before the session could
+expire, at once if the lock is lost), before the lock is released; the exit
+status stays the command's.
+While zklock is still waiting, SIGINT, SIGTERM, SIGHUP and SIGQUIT make it
+leave the queue and exit.
 When zklock runs in the foreground of a terminal, the command's process group
 gets the terminal while it runs (as under flock(1), it can read it, and
-Ctrl-C reaches it), and zklock takes the terminal back after it.
+Ctrl-C reaches it), and zklock takes the terminal back after it. While the
+command runs, zklock is neither stopped by SIGTTOU or SIGTTIN nor killed by
+SIGPIPE, and refuses SIGTSTP (Ctrl-Z), saying so: stopped, it would let the
+lock expire while the command ran.
 
 --value V campaigns in an election on the path (the same lock, shared with
 Curator's LeaderSelector) and publishes V, an address say, with its owner
@@ -76,7 +82,10 @@ of it in time (a paused machine), so a command that writes to a shared
 resource should pass ZKLOCK_TOKEN along and have the resource reject tokens
 lower than the highest it has seen. If zklock itself is killed, ZooKeeper
 frees the lock when its session times out, and the command's whole process
-group receives SIGTERM, then SIGKILL after --grace.
+group receives SIGTERM, then SIGKILL after --grace or at the lease's loss
+deadline, whichever is first (before the session can expire); if zklock is
+stopped (SIGSTOP), the group gets SIGKILL then. See docs/cli.md for what
+cannot be guaranteed (a setsid child, uninterruptible sleep).
 
 --once-per D runs the command as a job, at most once per period D of
 ZooKeeper's clock, whichever host starts it first (see 'zklock job' and
@@ -149,7 +158,7 @@ Examples:
 		fs.Bool("quiet", false, "with --once-per: print nothing when the command is not run (not this host's turn)")
 		fs.Int("not-run-exit", exitNotThisTime, "with --once-per: the exit `code` when the command is not run (0 for cron and systemd timers)")
 		fs.Bool("retry-failed", false, "with --once-per: run the command again in a period whose run failed (non-zero exit, stopped, or its runner died or lost the lock)")
-		fs.Duration("max-hold", 0, "hold the lock at most this `duration`: the command gets SIGTERM --grace before the limit (at most half the limit) and SIGKILL a tenth of the limit (at most 1s) before it, so it never outlives the lock; then release, and exit 79; 0 for no limit")
+		fs.Duration("max-hold", 0, "hold the lock at most this `duration` (from the first path's grant): the command gets SIGTERM --grace before the limit (at most half the limit) and SIGKILL a tenth of the limit (at most 1s) before it, so it never outlives the lock; then release, and exit 79; 0 for no limit, negative refused")
 		fs.Bool("revocable", false, "stop the command (SIGTERM, SIGKILL after --grace) and release when asked to ('zklock break --ask', Curator's Revoker)")
 		fs.String("http", "", "with --value: serve /leader (200 only while this process leads, else 503 naming the leader) and /healthz on this `address` (:8081, say)")
 		fs.Var(&pathList{}, "and", "also take the lock at this `path` (repeatable): all paths are taken together, as one lease")
