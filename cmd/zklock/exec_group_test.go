@@ -183,3 +183,22 @@ func TestExecSeveralPathsLimitFromTheFirstGrant(t *testing.T) {
 	require.Equal(t, exitHoldLimit, p.wait(t, 20*time.Second), p.errText())
 	requireNoSurvivor(t, events, "started\n")
 }
+
+// zklock stopped (SIGSTOP, which it cannot refuse) while the command runs:
+// the reaper, no longer told a later deadline, kills the group before the
+// session can expire.
+func TestExecStoppedHolderReaperKills(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	pids, events := runFiles(t)
+	p := start(t, "exec", "--session-timeout", "2s", "--grace", "30s", path, "--", "sh", "-c",
+		`trap "" TERM; echo $$ >> $0; echo started >> $1; while :; do sleep 0.05; done`, pids, events)
+	waitQueue(t, c, path, 1)
+	waitFile(t, events, "started")
+	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
+	waitQueue(t, c, path, 2)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = p.cmd.Process.Signal(syscall.SIGKILL) })
+	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+	requireNoSurvivor(t, events, "started\n")
+}
