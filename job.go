@@ -43,7 +43,11 @@ type JobOption func(*Job)
 // RetryFailed makes a Run in a period whose run failed (fn returned an
 // error, or its runner died or lost the lock before recording an end) call
 // fn again. By default it does not, as cron does not: at most once per
-// period.
+// period. The retry is of the failed run's period, or of a later one the
+// server's clock gives, never of an earlier one: on a leader whose clock is
+// behind the one that stamped the failed run, the clock's period was run
+// (or passed over) already, and the retry runs the failed period, recording
+// it under that period.
 func RetryFailed() JobOption { return func(j *Job) { j.retryFailed = true } }
 
 // NewJob returns the job whose lock is path, run at most once per period
@@ -233,6 +237,14 @@ func (j *Job) begin(ctx context.Context, r *JobRun) (Run, error) {
 	if j.covers(last, slot) && !(j.retryFailed && last.Outcome != "succeeded") {
 		return last, ErrRanThisPeriod
 	}
+	// A retry of a failed run, or a start after a reset, runs the period of
+	// the record it replaces, or a later one the clock gives: never an
+	// earlier one, which a leader whose clock is behind the record's would
+	// give (that period was run, or skipped, already), and the record never
+	// moves back to it (issue 54).
+	if s, ok := j.recordSlot(last); ok && s > slot {
+		slot = s
+	}
 	r.success = rec.success
 	run := Run{Slot: slot, Period: j.period, Calendar: j.schedule(), Owner: r.lease.q.owner, Start: time.UnixMilli(now), Outcome: "running"}
 	_, err := r.write(ctx, run)
@@ -288,6 +300,24 @@ func (j *Job) State(ctx context.Context) (JobState, error) {
 		}
 	}
 	return st, nil
+}
+
+// recordSlot is the period, in the job's slots, that a record is of (false
+// for no record): its slot under the job's own period or calendar, else the
+// slot of its start. A reset record is of the later of the period of the
+// record it replaced and the one the clock gave at the reset.
+func (j *Job) recordSlot(last Run) (int64, bool) {
+	switch {
+	case last.Outcome == "":
+		return 0, false
+	case last.Period == j.period && last.Calendar == j.schedule():
+		s := last.Slot
+		if last.Outcome == "reset" && !last.End.IsZero() {
+			s = max(s, j.slotOf(last.End.UnixMilli()))
+		}
+		return s, true
+	}
+	return j.slotOf(last.Start.UnixMilli()), true
 }
 
 // covers reports a recorded run made in slot or later: a record from a

@@ -124,9 +124,13 @@ func decodeRun(data []byte, stat *zk.Stat) (Run, *jobSuccess) {
 		run.End = time.UnixMilli(end)
 	}
 	if rec.Outcome == "reset" {
+		// A reset is of the later of the period of the record it replaced
+		// (its slot) and the one the clock gave at the reset (for a calendar
+		// the job adds that: Job.recordSlot), so that the start after it runs
+		// no earlier period than the one it replaced.
 		run.Start = run.End
 		if run.Period > 0 && rec.Calendar == "" {
-			run.Slot = run.End.UnixMilli() / run.Period.Milliseconds()
+			run.Slot = max(rec.Slot, run.End.UnixMilli()/run.Period.Milliseconds())
 		}
 	}
 	success := rec.LastSuccess

@@ -16,8 +16,12 @@ import (
 // and writes, with a guarded write checked against the version it read, a
 // record with the outcome "reset", who reset it (the caller's Owner, named
 // with ContextWithOwner) and when (the server's clock), and the last success
-// as the record knew it. It returns the run it replaced (the zero Run if
-// none) and the reset record. Its time bound is TryAcquire's, then two
+// as the record knew it. The reset record is of the later of the replaced
+// run's period and the one the server's clock gives at the reset, and the
+// next start runs that period or a later one the clock gives, never an
+// earlier one (a leader whose clock is behind gives an earlier one): no
+// record moves back to an earlier period. It returns the run it replaced
+// (the zero Run if none) and the reset record. Its time bound is TryAcquire's, then two
 // requests' (each within ctx and the session timeout), then a Release's.
 func (j *Job) Reset(ctx context.Context) (replaced, reset Run, err error) {
 	l, err := j.m.TryAcquire(ctx)
@@ -43,7 +47,9 @@ func (j *Job) reset(ctx context.Context, r *JobRun) (replaced, reset Run, err er
 	}
 	reset = Run{Period: j.period, Calendar: j.schedule(), Owner: r.lease.q.owner, Outcome: "reset"}
 	if rec.run.Period > 0 {
-		reset.Period, reset.Calendar = rec.run.Period, rec.run.Calendar
+		// the replaced record's period and calendar, and its slot: the
+		// reset record never moves back to an earlier period than it
+		reset.Period, reset.Calendar, reset.Slot = rec.run.Period, rec.run.Calendar, rec.run.Slot
 	}
 	data := encodeRun(reset, rec.success)
 	var ops []any
@@ -58,8 +64,11 @@ func (j *Job) reset(ctx context.Context, r *JobRun) (replaced, reset Run, err er
 	}
 	at := time.UnixMilli(res[len(res)-1].Stat.Mtime)
 	reset.Start, reset.End = at, at
-	if reset.Calendar == "" {
-		reset.Slot = at.UnixMilli() / reset.Period.Milliseconds()
+	switch {
+	case reset.Calendar == "":
+		reset.Slot = max(reset.Slot, at.UnixMilli()/reset.Period.Milliseconds())
+	case reset.Calendar == j.schedule():
+		reset.Slot = max(reset.Slot, j.slotOf(at.UnixMilli()))
 	}
 	return rec.run, reset, nil
 }

@@ -39,7 +39,11 @@ milliseconds, fixed width: 2026-11-25T14:05:00.120Z). slot is the
 period the run was made in: for a duration, the server's time in
 milliseconds divided by the period (slot n is [n·period, (n+1)·period));
 for a calendar, in its zone, a day's number from 1970-01-01, a week's from
-Monday 1969-12-29, a month's year*12 + month - 1 (2026-11: 24322). Outcomes are running,
+Monday 1969-12-29, a month's year*12 + month - 1 (2026-11: 24322). A
+record's slot never moves back: a retry (exec --retry-failed), or the start
+after a reset, on a server whose clock gives an earlier period than the
+record's runs and records the record's period; a reset's slot is the later
+of the replaced run's and the clock's. Outcomes are running,
 succeeded, failed and reset; causes of a failed run are error (non-zero
 exit), signal (stopped by a signal zklock passed on), hold-limit (stopped
 by --max-hold) and lost (the lock was lost). A monitor can alert when the
