@@ -202,3 +202,19 @@ func TestExecStoppedHolderReaperKills(t *testing.T) {
 	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
 	requireNoSurvivor(t, events, "started\n")
 }
+
+// While the lease holds, leftovers get the whole --grace after SIGTERM,
+// even past the lease's current loss deadline, which moves on as the lease
+// proves contact (the reaper follows it): here 2.5s of a 4s grace, with a
+// session timeout of 2s.
+func TestExecLeftoversGetTheGraceWhileTheLockHolds(t *testing.T) {
+	path := lockPath(t)
+	pids, events := runFiles(t)
+	code, _, stderr := runZK(t, 20*time.Second, "exec", "--session-timeout", "2s", "--grace", "4s", path, "--", "sh", "-c",
+		`sh -c 'trap "echo term >> $1" TERM; echo $$ >> $0; i=0; while [ $i -lt 25 ]; do sleep 0.1; i=$((i+1)); done; echo done >> $1' "$0" "$1" & `+
+			`while [ ! -s $0 ]; do sleep 0.01; done`, pids, events)
+	require.Equal(t, 0, code, stderr)
+	b, err := os.ReadFile(events)
+	require.NoError(t, err)
+	require.Equal(t, "term\ndone\n", string(b), "the leftover was killed before --grace; stderr:\n%s", stderr)
+}

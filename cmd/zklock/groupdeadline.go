@@ -167,15 +167,28 @@ func (g *groupDeadline) killBy(t time.Time) {
 }
 
 // killAfter arms the SIGKILL grace from now, or sooner if the lock may end
-// sooner (the lease's last bound, the hold limit); it returns the delay.
+// sooner: the hold limit's SIGKILL (armed from the start), and, once the
+// lease has ended, its last bound (while it holds, the bound moves on as
+// it proves contact, and the reaper keeps it). It returns the delay.
 func (g *groupDeadline) killAfter(grace time.Duration) time.Duration {
 	now := time.Now()
 	t := now.Add(grace)
-	if b := g.bound(); b.Before(t) {
-		t = b
+	if g.lease.Err() != nil {
+		g.mu.Lock()
+		t = minTime(t, g.heldTill)
+		g.mu.Unlock()
 	}
 	g.killBy(t)
-	return max(t.Sub(now), 0)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return max(g.killAt.Sub(now), 0)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // killNow sends SIGKILL to the group: a deadline has come.
