@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,9 +62,15 @@ localhost or an --allow-host name (DNS rebinding).
 
 The first line on stdout is "listening on http://ADDR" (or "unix:PATH").
 
-SIGHUP reloads --token-file (without it, SIGHUP is not caught). A token
-added is accepted at once. A token removed (or given another name) ends
-what was taken with it: each stream holding a lock ends with "lost" (the
+A token alone on its line is named "token-" and the first 12 hex digits
+of its SHA-256, wherever the line is.
+
+SIGHUP reloads --token-file (without it, SIGHUP is not caught). It
+compares tokens and their names, not lines: a token kept under the same
+name ends nothing, whatever else changed in the file (lines or comments
+added or removed above it, the order). A token added is accepted at once.
+A token removed (or given another name) ends what was taken with it, and
+nothing else: each stream holding a lock ends with "lost" (the
 reason says the token was removed) before the lock is released, each
 waiting stream with "failed", each watch; each lease ends at once (its next
 keep-alive or release answers 410 lease_lost, saying the token was
@@ -91,7 +99,7 @@ Exit status:
 		fs.Duration("heartbeat", lockservice.DefaultHeartbeat, "write a heartbeat line on every stream this often (a `duration`), inside every client's and proxy's idle timeout")
 		fs.String("allow-host", "", "comma-separated host `names` accepted in the Host header besides IP addresses and localhost (the name a proxy or callers use)")
 		fs.String("allow-origin", "", "comma-separated `origins` (https://app.example) whose web pages may call the service; others are refused")
-		fs.String("token-file", "", "`file` of bearer tokens callers must send, one a line: 'name token' (or just the token); mode 600; SIGHUP reloads it")
+		fs.String("token-file", "", "`file` of bearer tokens callers must send, one a line: 'name token' (or just the token, named token- and 12 hex digits of its SHA-256); mode 600; SIGHUP reloads it")
 		fs.String("prefix", "/", "refuse lock and election paths outside this `path`; the empty paths the service made below it are removed")
 		fs.Int("max-holds", lockservice.DefaultMaxHolds, "most locks one caller (one token's name) may hold or wait for at once (`N`)")
 		fs.Int("max-leases", lockservice.DefaultMaxLeases, "most leases one caller may have at once (`N`); their locks count against --max-holds")
@@ -310,6 +318,12 @@ func splitList(v string) []string {
 
 // readTokens reads a token file: "name token" or "token" per line, blank
 // lines and # comments skipped. It returns a usage message on failure.
+//
+// A token alone on its line is named by a digest of itself (bareTokenName),
+// never by its place in the file: a reload ends what a caller took with a
+// token only if the token is gone or named otherwise, so an edit that
+// keeps it (lines or comments added or removed around it, as in a rotation)
+// ends nothing. A token given twice under two names is refused.
 func readTokens(name string) (map[string]string, string) {
 	if msg := privateFile("--token-file", name); msg != "" {
 		return nil, msg
@@ -320,21 +334,41 @@ func readTokens(name string) (map[string]string, string) {
 	}
 	defer f.Close()
 	tokens := map[string]string{}
+	lineOf := map[string]int{}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		fields := strings.Fields(sc.Text())
+		var tok, caller string
 		switch {
 		case len(fields) == 0 || strings.HasPrefix(fields[0], "#"):
+			continue
 		case len(fields) == 1:
-			tokens[fields[0]] = fmt.Sprintf("token%d", n)
+			tok, caller = fields[0], bareTokenName(fields[0])
 		case len(fields) == 2:
-			tokens[fields[1]] = fields[0]
+			tok, caller = fields[1], fields[0]
 		default:
 			return nil, fmt.Sprintf("--token-file %s line %d: want 'name token' or 'token'", name, n)
 		}
+		if was, ok := tokens[tok]; ok && was != caller {
+			return nil, fmt.Sprintf("--token-file %s line %d: the token of line %d again, under another name", name, n, lineOf[tok])
+		}
+		tokens[tok], lineOf[tok] = caller, n
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Sprintf("--token-file %s: %v", name, err)
 	}
 	if len(tokens) == 0 {
 		return nil, fmt.Sprintf("--token-file %s holds no token", name)
 	}
 	return tokens, ""
+}
+
+// bareTokenName names a token written alone on its line: "token-" and the
+// first 12 hex digits of its SHA-256, the same wherever the line is. It is
+// the caller's name (what --max-holds counts, the owner recorded by
+// default, what the service logs), so it never holds the token itself; a
+// token long and random enough for a bearer token cannot be found from it.
+func bareTokenName(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "token-" + hex.EncodeToString(sum[:6])
 }
