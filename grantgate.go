@@ -17,7 +17,8 @@ import (
 // the word does not come in time or the session turns out to be over.
 //
 // The interleavings, and what awaitLive does:
-//   - the leader's word comes (the stall ended, the session lived): grant;
+//   - the leader's word comes (the stall ended, the session lived) and
+//     leaves the lease a twentieth of the session timeout at least: grant;
 //   - the session is over (expired during the stall): errSessionOver, so the
 //     caller queues again at the back or reports it (its node went with it);
 //   - ctx ends first (the leader still silent): ErrUnreachable with ctx's
@@ -37,7 +38,7 @@ func (q *queueNode) awaitLive(ctx context.Context) error {
 	for {
 		err := q.lossCheck()
 		switch {
-		case err == nil:
+		case err == nil && q.trustLeft():
 			return nil
 		case c.isClosed():
 			return ErrClosed
@@ -58,4 +59,17 @@ func (q *queueNode) awaitLive(ctx context.Context) error {
 				ErrUnreachable, ctxCause(ctx))
 		}
 	}
+}
+
+// grantMargin is the part of the granted session timeout a new lease must
+// have left before it would be presumed lost: a lease whose deadline is a
+// millisecond away is handed out dead all the same.
+const grantMargin = 20
+
+// trustLeft reports that a lease on q would stay trusted for a twentieth of
+// the session timeout at least (a waiter's word is 35-50 % of T fresh in
+// steady state, and 50 % just after the stall it waited out).
+func (q *queueNode) trustLeft() bool {
+	c := q.c
+	return c.wire == nil || c.clock.untilLossDeadlineOf(q.sess.id) >= c.clock.granted()/grantMargin
 }
