@@ -25,7 +25,8 @@ type MultiLock struct {
 }
 
 // NewMultiLock returns a MultiLock on paths (at least one; duplicates are
-// taken once). It checks the paths and does no I/O.
+// taken once; none may lie inside another: ErrNestedPath). It checks the
+// paths and does no I/O.
 func (c *Client) NewMultiLock(paths ...string) (*MultiLock, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%w: a multi-lock needs at least one path", ErrInvalidPath)
@@ -33,6 +34,9 @@ func (c *Client) NewMultiLock(paths ...string) (*MultiLock, error) {
 	sorted := slices.Clone(paths)
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
+	if err := checkNestedSet(sorted); err != nil {
+		return nil, err
+	}
 	ml := &MultiLock{c: c}
 	for _, p := range sorted {
 		m, err := c.NewMutex(p)

@@ -35,11 +35,18 @@ func (pm *parentMaker) ensure(ctx context.Context, lockPath string) error {
 	paths := append(ancestors(lockPath), lockPath)
 	r := c.retrier(ctx, nil)
 	unanswered := false // the last create of paths[i] lost its reply
+	checked := false    // the first node this call made was checked against nesting
 	for i := 0; i < len(paths); i++ {
 		p := paths[i]
 		container := c.cleaner.mayRemove(p, lockPath)
-		err := pm.create(ctx, p, lockPath, container, unanswered)
+		made, err := pm.create(ctx, p, lockPath, container, unanswered)
 		unanswered = container && classify(err) == errConnection
+		if made && !checked {
+			checked = true
+			if err := pm.checkNotNested(ctx, parentOf(p), p, lockPath); err != nil {
+				return err
+			}
+		}
 		switch {
 		case err == nil:
 			continue
@@ -64,8 +71,9 @@ func (pm *parentMaker) ensure(ctx context.Context, lockPath string) error {
 // a path's data as its limit, and Curator writes empty data too). A container
 // is remembered with its creation zxid: the cleaner deletes only what this
 // client created (cleaner.go). afterLostReply says an earlier create of p
-// lost its reply: finding p then may mean this client made it.
-func (pm *parentMaker) create(ctx context.Context, p, lockPath string, container, afterLostReply bool) error {
+// lost its reply: finding p then may mean this client made it. made says
+// this call created p.
+func (pm *parentMaker) create(ctx context.Context, p, lockPath string, container, afterLostReply bool) (made bool, err error) {
 	c := pm.c
 	useContainer := container && pm.containersAvailable()
 	created := goCall(c, func() (string, error) {
@@ -74,7 +82,7 @@ func (pm *parentMaker) create(ctx context.Context, p, lockPath string, container
 		}
 		return c.conn.Create(p, []byte{}, zk.FlagPersistent, c.opts.acl)
 	})
-	_, err := await(ctx, c, created)
+	_, err = await(ctx, c, created)
 	if container && classify(err) == errStop {
 		pm.settle(p, lockPath, created, afterLostReply) // the caller returns at its deadline
 	}
@@ -83,12 +91,12 @@ func (pm *parentMaker) create(ctx context.Context, p, lockPath string, container
 		if container {
 			pm.record(ctx, p, lockPath, madeIt())
 		}
-		return nil
+		return true, nil
 	case errors.Is(err, zk.ErrNodeExists):
 		if container && afterLostReply {
 			pm.record(ctx, p, lockPath, nil)
 		}
-		return nil
+		return false, nil
 	case useContainer && (errors.Is(err, zk.ErrUnknown) || errors.Is(err, zk.ErrAPIError)):
 		// An old server: remember, and fall back to a persistent node.
 		pm.mu.Lock()
@@ -96,9 +104,9 @@ func (pm *parentMaker) create(ctx context.Context, p, lockPath string, container
 		pm.mu.Unlock()
 		return pm.create(ctx, p, lockPath, false, false)
 	case errors.Is(err, zk.ErrNoNode), classify(err) == errConnection, classify(err) == errStop:
-		return err // the caller starts over, retries or stops
+		return false, err // the caller starts over, retries or stops
 	default:
-		return fmt.Errorf("zklock: create %s: %w", p, err)
+		return false, fmt.Errorf("zklock: create %s: %w", p, err)
 	}
 }
 

@@ -20,6 +20,9 @@ func validatePath(p string) error {
 	if why := wire.PathProblem(p, false); why != "" {
 		return bad(why)
 	}
+	if seg := nestedSegment(p); seg != "" {
+		return bad(fmt.Sprintf("segment %q is named like a lock node: its parent would take it for a queue member", seg))
+	}
 	return nil
 }
 

@@ -92,7 +92,10 @@ func (l *Lease) whenRevokeRequested(fn func()) {
 // leader latch's node (ErrInvalidArgument: LeaderLatch has no revocation),
 // and returns within ctx or the session timeout.
 func (c *Client) AskToRelease(ctx context.Context, node string) error {
-	if err := validatePath(node); err != nil {
+	if err := validateOpPath(node, false); err != nil {
+		return err
+	}
+	if err := validatePath(path.Dir(node)); err != nil { // its lock path
 		return err
 	}
 	if _, ok := lockpath.Parse(path.Base(node)); !ok {

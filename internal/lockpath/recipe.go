@@ -14,7 +14,7 @@ var (
 	latchRecipe     = Recipe{"a leader latch (Curator's LeaderLatch, zklock's Election with LatchNames)", "Election with LatchNames()"}
 	leaseRecipe     = Recipe{"a semaphore's lease (zklock's Semaphore, Curator's InterProcessSemaphoreV2)", "Semaphore"}
 	layoutRecipe    = Recipe{"a semaphore's layout (zklock's Semaphore, Curator's InterProcessSemaphoreV2 or InterProcessSemaphoreMutex)", "Semaphore"}
-	unknownRecipe   = Recipe{"no lock recipe zklock knows (kazoo's Semaphore names its leases so)", "none"}
+	unknownRecipe   = Recipe{"no lock recipe zklock knows: a path made inside this lock path (a nested lock path), or a lease of kazoo's Semaphore, which names its leases so", "none"}
 )
 
 // recipeOf says whose a child of a lock path is.

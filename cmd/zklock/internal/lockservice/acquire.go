@@ -372,6 +372,8 @@ func (s *Service) failure(err error, timedOut bool) (int, string, string) {
 		return http.StatusRequestTimeout, "timeout", "timeout passed while others held the lock: " + err.Error()
 	case errors.Is(err, zklock.ErrIncompatible), errors.Is(err, zklock.ErrLimitMismatch):
 		return http.StatusConflict, "incompatible", err.Error()
+	case errors.Is(err, zklock.ErrNestedPath):
+		return http.StatusConflict, "nested_path", err.Error()
 	case errors.Is(err, zk.ErrNoAuth):
 		return http.StatusForbidden, "zookeeper_refused", err.Error()
 	case s.ctx.Err() != nil:

@@ -47,3 +47,23 @@ func TestHoldingIsReleasedOnlyByItsOwner(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, string(body))
 	waitQueue(t, s.client, p, 0)
 }
+
+// A caller's lock inside another caller's lock path is refused (409
+// nested_path) and leaves P's queue alone; a segment named like a lock node
+// is a bad path. Before, the inner lock was granted, its name sat in P's
+// queue, and P's later contenders failed with incompatible.
+func TestNestedPathRefusedByTheService(t *testing.T) {
+	s := serveAsking(t, leaseSession, lockservice.Config{})
+	p := lockPath(t)
+	outer := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Try: true})
+	require.Equal(t, "granted", outer.next(t).Event)
+	id := s.grantLease(t, "2s")
+	require.Equal(t, "nested_path", s.errorCode(t, http.StatusConflict, "POST", "/v1/lease/acquire", lockservice.LeaseAcquireRequest{Lease: id, Path: p + "/x", Try: true}))
+	require.Equal(t, "bad_path", s.errorCode(t, http.StatusBadRequest, "POST", "/v1/lease/acquire", lockservice.LeaseAcquireRequest{Lease: id, Path: p + "/y-lock-0000000001", Try: true}))
+	require.Len(t, waitQueue(t, s.client, p, 1), 1, "P's queue holds P's holder only")
+	waiter := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: p})
+	waitQueue(t, s.client, p, 2)
+	outer.leave(t)
+	require.Equal(t, "granted", waiter.next(t).Event, "P's waiter is granted as if nothing happened")
+	waiter.leave(t)
+}
