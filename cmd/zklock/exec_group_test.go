@@ -80,7 +80,9 @@ func TestExecOncePerLeftoverRunSucceeds(t *testing.T) {
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
-	job := []string{"exec", "--once-per", "1h", "--retry-failed", "--max-hold", "3s", "--grace", "10s", path, "--", "sh", "-c"}
+	// The leftover dies at the limit's SIGKILL (3.6s), and the end must be
+	// recorded before the limit: 0.4s for two writes.
+	job := []string{"exec", "--once-per", "1h", "--retry-failed", "--max-hold", "4s", "--grace", "10s", path, "--", "sh", "-c"}
 	p := start(t, append(job, stubbornChild+`while [ ! -s $0 ]; do sleep 0.01; done; echo started >> $1`, pids, events)...)
 	waitFile(t, pids, "\n")
 	waitQueue(t, c, path, 1)
