@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zklock/zklock/zktest"
 )
 
 // The command never outlives its lock (issue 57): each test runs a first
@@ -219,4 +221,25 @@ func TestExecLeftoversGetTheGraceWhileTheLockHolds(t *testing.T) {
 	b, err := os.ReadFile(events)
 	require.NoError(t, err)
 	require.Equal(t, "term\ndone\n", string(b), "the leftover was killed before --grace; stderr:\n%s", stderr)
+}
+
+// A loss is a deadline for the group too: cut off from ZooKeeper, zklock
+// presumes the lock lost before the session can expire, and the command,
+// which ignores SIGTERM, is killed before the next holder can run, whatever
+// --grace says (30s here, with a 2s session timeout).
+func TestExecCutOffKillsBeforeTheSessionExpires(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	pids, events := runFiles(t)
+	p := start(t, "exec", "--servers", proxy.Addr(), "--session-timeout", "2s", "--grace", "30s", path, "--", "sh", "-c",
+		`trap "" TERM; echo $$ >> $0; echo started >> $1; while :; do sleep 0.05; done`, pids, events)
+	waitQueue(t, c, path, 1)
+	waitFile(t, events, "started")
+	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
+	waitQueue(t, c, path, 2)
+	proxy.Stall()
+	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+	requireNoSurvivor(t, events, "started\n")
+	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.errText())
 }
