@@ -144,7 +144,7 @@ Examples:
 		fs.Duration("timeout", 0, "give up (exit 75) if the lock is not acquired within this `duration`; 0 waits for ever")
 		fs.Bool("try", false, "do not wait: exit 73 at once if the lock is held or others wait for it (and 69 within 3s if ZooKeeper cannot be reached)")
 		fs.Duration("session-timeout", zklock.DefaultSessionTimeout, "ZooKeeper session timeout (a `duration`): how long an unreachable holder keeps the lock")
-		fs.Duration("grace", 10*time.Second, "after losing the lock, how long the command gets between SIGTERM and SIGKILL (a `duration`)")
+		fs.Duration("grace", 10*time.Second, "after losing the lock, how long the command gets between SIGTERM and SIGKILL (a `duration`); the SIGKILL comes sooner if the lock may expire sooner")
 		fs.String("owner", "", "`name` recorded in the lock node for 'zklock status' (default: the command's base name)")
 		fs.Bool("verbose", false, "log ZooKeeper session events to stderr")
 		fs.Bool("read", false, "take the lock as a reader of a read/write lock")
