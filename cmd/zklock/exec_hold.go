@@ -281,7 +281,7 @@ func (o *execOpts) stopLeftovers(g *groupDeadline, lease *zklock.Lease, stderr i
 	fmt.Fprintf(stderr, "zklock: the command exited leaving processes in its process group %d; stopping them before releasing %s: SIGTERM now, SIGKILL after %v\n",
 		g.pgid, o.path, kill.Round(time.Millisecond))
 	leaseUp := lease.Done()
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := time.NewTicker(50 * time.Millisecond) // each look reads /proc
 	defer tick.Stop()
 	var killed time.Time // when the SIGKILL was seen sent
 	for g.othersAlive() {

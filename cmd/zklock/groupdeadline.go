@@ -43,6 +43,7 @@ type groupDeadline struct {
 	limited  bool        // --max-hold's SIGTERM or SIGKILL was sent
 	killed   bool        // a deadline's SIGKILL was sent
 	fed      time.Time   // the bound the reaper was last told
+	stopped  bool        // stop was called: no more signals
 }
 
 // groupNote is what a timer did to the group.
@@ -81,7 +82,7 @@ func (g *groupDeadline) leaseBound(now time.Time) time.Time {
 		return time.Time{}
 	}
 	d := g.lease.Deadline()
-	if d.IsZero() { // no clock for this lease: assume the worst but one
+	if d.IsZero() { // a lease with no loss clock: 0.4 of the session timeout, renewed while it holds
 		return now.Add(4 * g.slack)
 	}
 	if !d.After(now) {
@@ -137,8 +138,15 @@ func (g *groupDeadline) feed() {
 	}
 }
 
-// signal sends sig to the whole group.
-func (g *groupDeadline) signal(sig syscall.Signal) { _ = syscall.Kill(-g.pgid, sig) }
+// signal sends sig to the whole group, unless stop was called: the group
+// is empty then, and without the reaper to keep it its id may be reused.
+func (g *groupDeadline) signal(sig syscall.Signal) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.stopped {
+		_ = syscall.Kill(-g.pgid, sig)
+	}
+}
 
 // limitTerm is --max-hold's SIGTERM.
 func (g *groupDeadline) limitTerm() {
@@ -226,6 +234,7 @@ func (g *groupDeadline) state() (limited, killed bool) {
 func (g *groupDeadline) stop() {
 	close(g.quit)
 	g.mu.Lock()
+	g.stopped = true
 	if g.term != nil {
 		g.term.Stop()
 	}
