@@ -93,6 +93,9 @@ func (tt *torture) weights() [numFaultKinds]int {
 	if tt.cfg.sw.pause {
 		w[fPauseShort], w[fPauseLong] = 8, 3
 	}
+	if tt.cfg.sw.skew { // leader changes move ZooKeeper's time
+		w[fKill] = 15
+	}
 	return w
 }
 
@@ -341,6 +344,9 @@ func (tt *torture) serverFault(f fault) {
 	}
 	if f.kind == fKill {
 		i := f.server
+		if i < 0 || tt.cfg.sw.skew { // with skew, the leader: its change moves ZooKeeper's time
+			i = -1
+		}
 		if i < 0 {
 			if l, err := tt.cluster.Leader(); err == nil {
 				i = l
@@ -351,7 +357,7 @@ func (tt *torture) serverFault(f fault) {
 		servers = servers[i : i+1]
 	}
 	tt.began(f.kind, "server %v for %v (the leader: %v, graceful: %v)", serverIDs(servers), down.Round(time.Millisecond),
-		f.kind == fKill && f.server < 0, f.kind == fRestartAll && f.flag)
+		f.kind == fKill && (f.server < 0 || tt.cfg.sw.skew), f.kind == fRestartAll && f.flag)
 	for _, s := range servers {
 		stop := s.Kill
 		if f.kind == fRestartAll && f.flag {

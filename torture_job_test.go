@@ -19,7 +19,11 @@ import (
 // resets the record instead. The job's lock is a mutex (on <path>-job), so its
 // runs enter the ledger as exclusive holders. jobTally.check fails the run when
 // a slot of a path was started more often than its failures and resets
-// allow, or succeeded twice without a reset of its success in between.
+// allow, or succeeded twice without a reset of its success in between; and
+// a start or a reset fails it at once when it records an earlier slot than
+// one recorded before it began (a record moved back: issue 54). With the
+// swarm's "skew" on, the servers' clocks disagree and leader changes move
+// the slots back and forth.
 
 // tortureJobPeriod is short, so that a minute holds many periods and several
 // workers start the job in each.
@@ -51,6 +55,7 @@ type jobSlot struct {
 type jobTally struct {
 	mu           sync.Mutex
 	slots        map[string]*jobSlot // path#slot
+	floor        map[string]int64    // per path, the latest slot a start or a reset recorded that has returned
 	vague        []vagueReset        // resets whose outcome is unknown (an error, perhaps after the write)
 	resetsLanded int
 }
@@ -73,6 +78,35 @@ func (j *jobTally) vagueResets(path string, slot int64) int {
 	}
 	return n
 }
+
+// floorOf is the latest slot recorded for path by a start or a reset that
+// has returned (-1 for none): a record never moves back (issue 54), so a
+// start or a reset called after it records that slot or a later one.
+func (j *jobTally) floorOf(path string) int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if f, ok := j.floor[path]; ok {
+		return f
+	}
+	return -1
+}
+
+// recorded notes a slot recorded for path by a start or a reset that has
+// returned.
+func (j *jobTally) recorded(path string, slot int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.floor == nil {
+		j.floor = map[string]int64{}
+	}
+	if f, ok := j.floor[path]; !ok || slot > f {
+		j.floor[path] = slot
+	}
+}
+
+// skewSlots is how many slots a leader change moves ZooKeeper's time by,
+// at most, with the swarm's "skew" on (2 × tortureSkew), rounded up.
+const skewSlots = int64((2*tortureSkew + tortureJobPeriod - 1) / tortureJobPeriod)
 
 // slotNow is the job's slot by the host's clock.
 func slotNow() int64 { return time.Now().UnixMilli() / tortureJobPeriod.Milliseconds() }
@@ -119,7 +153,7 @@ func (j *jobTally) reset(path string, replaced zklock.Run, landed bool, from int
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if !landed { // it replaced a record of the slots before it, or of one during it
-		j.vague = append(j.vague, vagueReset{path, from - 2, slotNow() + 2})
+		j.vague = append(j.vague, vagueReset{path, from - 2 - skewSlots, slotNow() + 2 + skewSlots})
 		return
 	}
 	j.resetsLanded++
@@ -196,6 +230,7 @@ func (o *op) jobOnce(ctx context.Context, j *zklock.Job, retry bool) {
 		o.jobReset(actx, j)
 		return
 	}
+	floor := o.tt.jobs.floorOf(o.path)
 	o.s.waiting.Add(1)
 	r, run, err := j.Start(actx)
 	at := monoNow()
@@ -212,6 +247,10 @@ func (o *op) jobOnce(ctx context.Context, j *zklock.Job, retry bool) {
 		o.tt.acquireError("job", err)
 		return
 	}
+	if run.Slot < floor {
+		o.tt.lg.violate("job %s: %s started slot %d (retry: %v), earlier than slot %d, recorded before it began: the record moved back", o.path, o.who, run.Slot, retry, floor)
+	}
+	o.tt.jobs.recorded(o.path, run.Slot)
 	o.tt.jobs.started(o.path, run.Slot, o.who, retry)
 	if retry {
 		o.tt.counts.add("job.retry_started")
@@ -241,10 +280,15 @@ func (o *op) jobOnce(ctx context.Context, j *zklock.Job, retry bool) {
 // jobReset resets the path's job record, as 'zklock job --reset' does.
 func (o *op) jobReset(ctx context.Context, j *zklock.Job) {
 	from := slotNow()
-	replaced, _, err := j.Reset(ctx)
+	floor := o.tt.jobs.floorOf(o.path)
+	replaced, reset, err := j.Reset(ctx)
 	switch {
 	case err == nil:
 		o.tt.counts.add("job.reset")
+		if reset.Slot < floor {
+			o.tt.lg.violate("job %s: %s reset it into slot %d, earlier than slot %d, recorded before it began: the record moved back", o.path, o.who, reset.Slot, floor)
+		}
+		o.tt.jobs.recorded(o.path, reset.Slot)
 		o.tt.jobs.reset(o.path, replaced, true, from)
 	case errors.Is(err, zklock.ErrLocked):
 		o.tt.counts.add("job.reset_busy")

@@ -35,10 +35,10 @@ var tortureSwarm = flag.String("torture.swarm", "", "TestTorture's configuration
 // swarmDims are the dimensions, in the order they are drawn.
 // "service" is drawn last, after the per-client choices, so that the seeds
 // of before it draw the same configuration of the others.
-var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause"}
+var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause", "skew"}
 
 // firstDims are the dimensions drawn before the per-client choices; the
-// others ("service", then "pause") come after them, each added last so that
+// others ("service", "pause", then "skew") come after them, each added last so that
 // earlier seeds still draw the configuration they drew before.
 const firstDims = 6
 
@@ -94,6 +94,14 @@ type swarmConfig struct {
 	// syncLimit × tickTime; the summary counts false_losses, leases ended
 	// by the loss rule whose session lived (issue 47).
 	pause bool
+	// skew: the servers' clocks disagree (ids 1, 2 and 3 read the time,
+	// tortureSkew ahead and tortureSkew behind; with maxhold, the smaller
+	// tortureSkewMaxHold, within the grace WithBreakOverdue relies on), and
+	// kill is drawn three times as often and kills the leader, so that
+	// leader changes move ZooKeeper's time, and a job's periods with it,
+	// back and forth; the jobs' retries and resets must then never run an
+	// earlier period than the record's, and no record moves back (issue 54).
+	skew bool
 }
 
 func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
@@ -119,7 +127,7 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 			on[d] = true
 		}
 	}
-	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"], pause: on["pause"]}
+	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"], pause: on["pause"], skew: on["skew"]}
 	asks := []time.Duration{tortureSession, 10 * time.Second, 10 * time.Second, 30 * time.Second}
 	sw.asked = make([]time.Duration, clients)
 	sw.chrooted = make([]bool, clients)
@@ -145,6 +153,9 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 	}
 	if pause := rng.IntN(2) == 0; forced == "" {
 		sw.pause = pause
+	}
+	if skew := rng.IntN(2) == 0; forced == "" {
+		sw.skew = skew
 	}
 	return sw, nil
 }
@@ -184,13 +195,13 @@ func (sw swarmConfig) String() string {
 		}
 		maxhold += "(" + strings.Join(ms, " ") + ")"
 	}
-	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause))
+	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s skew=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause), onOff(sw.skew))
 }
 
 // flags renders the configuration for a replay line.
 func (sw swarmConfig) flags() string {
 	var on []string
-	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service, "pause": sw.pause} {
+	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service, "pause": sw.pause, "skew": sw.skew} {
 		if b {
 			on = append(on, d)
 		}

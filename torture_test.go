@@ -171,6 +171,18 @@ type torture struct {
 	svc            *svcRun // torture_service_test.go's; nil unless the swarm draws it
 }
 
+// tortureSkew is how far ahead and behind the second and third servers'
+// clocks read with the swarm's "skew" on: a leader change moves ZooKeeper's
+// time by up to twice that, longer than an election takes, so that the
+// clock of a new leader behind still reads behind the records written just
+// before. With "maxhold" on as well, tortureSkewMaxHold: a jump must stay
+// below the grace a holder's limit is broken with (half of tortureSession),
+// as WithBreakOverdue asks of the servers' clocks.
+const (
+	tortureSkew        = 2 * time.Second
+	tortureSkewMaxHold = 350 * time.Millisecond
+)
+
 func newTorture(t *testing.T, cfg tortureConfig) *torture {
 	tt := &torture{t: t, cfg: cfg, lg: newLedger(tortureCleanupTimeout + overshootSlack), counts: counters{m: map[string]int{}}}
 	tt.ctx, tt.cancel = context.WithCancel(context.Background())
@@ -189,9 +201,17 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 		if cfg.sw.service {
 			maxSession = serviceSession
 		}
-		tt.cluster = zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(tortureTick), zktest.WithMaxSessionTimeout(maxSession),
+		opts := []zktest.Option{zktest.WithEnsemble(3), zktest.WithTickTime(tortureTick), zktest.WithMaxSessionTimeout(maxSession),
 			zktest.WithSyncLimit(syncLimitTicks(cfg.sw)),
-			zktest.WithContainerCheck(200*time.Millisecond), zktest.WithPartitions(), zktest.WithLogf(nil))
+			zktest.WithContainerCheck(200 * time.Millisecond), zktest.WithPartitions(), zktest.WithLogf(nil)}
+		if cfg.sw.skew {
+			d := tortureSkew
+			if cfg.sw.maxhold {
+				d = tortureSkewMaxHold
+			}
+			opts = append(opts, zktest.WithClockShifts(0, d, -d))
+		}
+		tt.cluster = zktest.Start(t, opts...)
 	}
 	tt.obs = tortureObserver(t, tt.cluster.Addrs())
 	if _, err := tt.obs.Create(cfg.root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
