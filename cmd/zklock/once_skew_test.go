@@ -230,3 +230,88 @@ func ensurePath(conn *zktest.Client, path string) error {
 	}
 	return nil
 }
+
+// TestExecRetryAndResetAcrossSkewedLeaders: issue 54's rounds, with the
+// processes an operator runs, on the ensemble of
+// TestExecOncePerAcrossSkewedLeaders (id 3's clock in period n-1, id 2's,
+// 10 minutes ahead, in n). A retry (--retry-failed) and the start after a
+// reset (zklock job --reset) on the leader behind run the failed or reset
+// period n, never n-1, which its clock gives and which succeeded, and the
+// record never moves back, so that the plain hosts after them on the
+// leader ahead find n run:
+//
+//	round 1, id 3 leads (n-1): three hosts, one runs n-1, which succeeds
+//	round 2, id 2 leads (n):   three hosts, one runs n, which fails (exit 3)
+//	round 3, id 3 leads (n-1): --retry-failed runs n (on 42fd6c9: n-1, recorded as n-1)
+//	round 4, id 2 leads (n):   three hosts, none runs (on 42fd6c9: one ran n again)
+//	round 5, id 3 leads (n-1): zklock job --reset, then three hosts: one runs n
+//	round 6, id 2 leads (n):   three hosts, none runs
+func TestExecRetryAndResetAcrossSkewedLeaders(t *testing.T) {
+	const period, skew, behindPhase = 20 * time.Minute, 5 * time.Minute, 16 * time.Minute
+	base := behindPhase + skew - time.Duration(time.Now().UnixMilli()%period.Milliseconds())*time.Millisecond
+	if base > period/2 {
+		base -= period
+	}
+	shifts := []time.Duration{base, base + skew, base - skew} // ids 1, 2 (ahead), 3 (behind)
+	const ahead, behind = 1, 2
+	zc := zktest.Start(t, zktest.WithEnsemble(3), zktest.WithClockShifts(shifts...))
+	servers := strings.Join(zc.Addrs(), ",")
+	path := lockPath(t)
+	leadBy(t, zc, behind)
+	conn := zktest.Connect(t, zc.Addrs(), 10*time.Second)
+	n := createdAt(t, conn, path+".probe").UnixMilli()/period.Milliseconds() + 1
+
+	file := filepath.Join(t.TempDir(), "runs")
+	cmd := func(status int, flags ...string) []string {
+		line := append([]string{"exec", "--servers", servers, "--once-per", "20m"}, flags...)
+		return append(line, path, "--", "sh", "-c", fmt.Sprintf(`echo "$ZKLOCK_TOKEN" >> $0; sleep 0.3; exit %d`, status), file)
+	}
+	runs := func() int {
+		b, err := os.ReadFile(file)
+		if errors.Is(err, os.ErrNotExist) {
+			return 0
+		}
+		require.NoError(t, err)
+		return len(strings.Fields(string(b)))
+	}
+	steps := []struct {
+		leader  int
+		do      func()
+		runs    int    // the command's runs so far
+		slot    int64  // the record's slot after the round
+		outcome string // and its outcome
+	}{
+		{behind, func() { runRound(t, cmd(0), true) }, 1, n - 1, "succeeded"},
+		{ahead, func() {
+			procs := []*proc{start(t, cmd(3)...), start(t, cmd(3)...), start(t, cmd(3)...)}
+			codes := map[int]int{}
+			for _, p := range procs {
+				codes[p.wait(t, 30*time.Second)]++
+			}
+			require.Equal(t, map[int]int{3: 1, exitNotThisTime: 2}, codes)
+		}, 2, n, "failed"},
+		{behind, func() {
+			p := start(t, cmd(0, "--retry-failed")...)
+			require.Equal(t, 0, p.wait(t, 30*time.Second), "the retry ran: %s", p.errText())
+		}, 3, n, "succeeded"},
+		{ahead, func() { runRound(t, cmd(0), false) }, 3, n, "succeeded"},
+		{behind, func() {
+			code, _, stderr := runZK(t, 30*time.Second, "job", "--reset", "--servers", servers, path)
+			require.Equal(t, 0, code, stderr)
+			runRound(t, cmd(0), true)
+		}, 4, n, "succeeded"},
+		{ahead, func() { runRound(t, cmd(0), false) }, 4, n, "succeeded"},
+	}
+	for i, s := range steps {
+		if i > 0 {
+			changeLeader(t, zc, steps[i-1].leader, s.leader)
+		}
+		s.do()
+		st := skewedJobState(t, servers, path)
+		t.Logf("round %d: server %d leads (clock %+v): %d run(s) so far, the record: slot n%+d, %s",
+			i+1, s.leader+1, shifts[s.leader].Round(time.Second), runs(), st.Last.Slot-n, st.Last.Outcome)
+		require.Equal(t, s.runs, runs(), "round %d: the command's runs so far", i+1)
+		require.Equal(t, s.slot, st.Last.Slot, "round %d: the record's slot (n=%d)", i+1, n)
+		require.Equal(t, s.outcome, st.Last.Outcome, "round %d", i+1)
+	}
+}
