@@ -26,6 +26,7 @@ type grant struct {
 	event       string      // "granted" or "elected"
 	cred        *credential // the caller's: a reload that removes it ends the stream
 	take        func(ctx context.Context) (*zklock.Lease, error)
+	weight      int // what it counts against --max-holds: k for k permits, else 1
 }
 
 // acquire answers POST /v1/lock/acquire.
@@ -48,7 +49,7 @@ func (s *Service) acquire(w http.ResponseWriter, r *http.Request, caller string)
 		take = lock.TryAcquire
 	}
 	owner := ownerName(r, caller, req.Owner, req.Host, req.PID)
-	s.hold(w, r, caller, grant{path: req.Path, owner: owner, timeout: timeout, exclusive: exclusive, try: req.Try, event: "granted", take: take, cred: credOf(r)})
+	s.hold(w, r, caller, grant{path: req.Path, owner: owner, timeout: timeout, exclusive: exclusive, try: req.Try, event: "granted", take: take, cred: credOf(r), weight: weight(req)})
 }
 
 // locker builds the primitive a request asks for; exclusive: it holds alone.
@@ -77,6 +78,8 @@ func (s *Service) locker(req AcquireRequest) (zklock.Locker, bool, error) {
 		switch {
 		case req.Limit < 1:
 			return nil, false, errors.New("kind \"semaphore\" needs limit, its number of permits N (at least 1); permits is how many of them to take, k (default 1), as zklock exec's --semaphore N --permits k")
+		case req.Limit > maxLimit:
+			return nil, false, fmt.Errorf("limit %d is above the service's bound of %d permits (each permit is a node, and each waiter lists them all)", req.Limit, maxLimit)
 		case k < 1 || k > req.Limit:
 			return nil, false, fmt.Errorf("permits %d is not between 1 and the limit %d", req.Permits, req.Limit)
 		}
@@ -90,6 +93,18 @@ func (s *Service) locker(req AcquireRequest) (zklock.Locker, bool, error) {
 		return sem, false, nil
 	}
 	return nil, false, fmt.Errorf("unknown kind %q: want mutex, read, write or semaphore", req.Kind)
+}
+
+// maxLimit bounds a semaphore's limit through the service.
+const maxLimit = 1000
+
+// weight is what a request counts against --max-holds: k permits are k
+// lock nodes, each a full acquire.
+func weight(req AcquireRequest) int {
+	if req.Kind == "semaphore" && req.Permits > 1 {
+		return req.Permits
+	}
+	return 1
 }
 
 // permits is k permits of a semaphore as one lock.
@@ -127,7 +142,7 @@ func (s *Service) campaign(w http.ResponseWriter, r *http.Request, caller string
 		return ld.Lease(), nil
 	}
 	owner := ownerName(r, caller, req.Owner, req.Host, req.PID)
-	s.hold(w, r, caller, grant{path: req.Path, owner: owner, timeout: timeout, exclusive: true, event: "elected", take: take, cred: credOf(r)})
+	s.hold(w, r, caller, grant{path: req.Path, owner: owner, timeout: timeout, exclusive: true, event: "elected", take: take, cred: credOf(r), weight: 1})
 }
 
 // hold takes the lock for the caller and streams its holding until the
@@ -135,11 +150,11 @@ func (s *Service) campaign(w http.ResponseWriter, r *http.Request, caller string
 // with its outcome's status; a wait is answered 200 at once, and its
 // stream says "heartbeat" while it waits, then "granted" or "failed".
 func (s *Service) hold(w http.ResponseWriter, r *http.Request, caller string, g grant) {
-	if !s.reserve(caller) {
-		writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("caller %s holds, waits for or watches %d locks already, the most this service allows", caller, s.cfg.MaxHolds))
+	if !s.reserve(caller, g.weight) {
+		s.tooMany(w, caller, g.weight)
 		return
 	}
-	defer s.unreserve(caller)
+	defer s.unreserve(caller, g.weight)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel) // Close ends every stream

@@ -57,3 +57,11 @@ func StageLostAtGrant(s *Service) {
 		},
 	})
 }
+
+// SetMaxEndedLeases sets how many ended leases of each caller a service
+// remembers; the function returned restores it.
+func SetMaxEndedLeases(n int) (restore func()) {
+	old := maxEndedLeases
+	maxEndedLeases = n
+	return func() { maxEndedLeases = old }
+}

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -19,6 +21,7 @@ type holding struct {
 	lease            *zklock.Lease
 	cred             *credential // a stream's: the holding ends with it (a lease's holding ends with its lease)
 	leased           bool        // a lease's: only the lease's routes release it (one owner per holding)
+	weight           int         // a lease's: what it counts against --max-holds (k permits: k)
 
 	releaseOnce sync.Once
 	release     chan struct{} // closed by POST /v1/lock/release
@@ -70,24 +73,33 @@ func (s *Service) wasLost(caller, id string) bool {
 
 func (h *holding) askRelease() { h.releaseOnce.Do(func() { close(h.release) }) }
 
-// reserve counts one more wait or holding for caller; false when the caller
-// has Config.MaxHolds already.
-func (s *Service) reserve(caller string) bool {
+// reserve counts n more lock nodes (a wait or holding: k permits are k)
+// for caller; false when that would take the caller past Config.MaxHolds.
+func (s *Service) reserve(caller string, n int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.perCall[caller] >= s.cfg.MaxHolds {
+	if s.perCall[caller]+n > s.cfg.MaxHolds {
 		return false
 	}
-	s.perCall[caller]++
+	s.perCall[caller] += n
 	return true
 }
 
-func (s *Service) unreserve(caller string) {
+func (s *Service) unreserve(caller string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.perCall[caller]--; s.perCall[caller] <= 0 {
+	if s.perCall[caller] -= n; s.perCall[caller] <= 0 {
 		delete(s.perCall, caller)
 	}
+}
+
+// tooMany answers 429 for a request of n lock nodes past the caller's bound.
+func (s *Service) tooMany(w http.ResponseWriter, caller string, n int) {
+	if n > 1 {
+		writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("caller %s may hold, wait for or watch %d locks at most, and k permits count k: this request for %d would take it past that", caller, s.cfg.MaxHolds, n))
+		return
+	}
+	writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("caller %s holds, waits for or watches %d locks already, the most this service allows", caller, s.cfg.MaxHolds))
 }
 
 // admitBound caps how long a grant waits for the stream of a holding that

@@ -23,15 +23,21 @@ func ContextWithPeer(ctx context.Context, p Peer) context.Context {
 }
 
 // ownerName is the owner record's name of a holding: the name the caller
-// gave (or its own: its token's name, or "local"), then who it is, so that
+// gave (or its own: its token's name, or "local"; with a token, its name
+// follows any other the caller gave), then who it is, so that
 // an operator reading 'zklock status' can tell which process holds. The
 // record's own host and pid are the service's (every holding of the service
 // shares its ZooKeeper session); the caller is the host and pid it says it
 // is, else the peer process and user of a Unix socket, else the remote
 // address of a TCP connection.
 func ownerName(r *http.Request, caller, owner, host string, pid int) string {
-	if owner == "" {
+	switch {
+	case owner == "":
 		owner = caller
+	case owner != caller && caller != "local":
+		// The token's name is who holds: a caller names what it likes
+		// beside it, never instead of it.
+		owner += " [token " + caller + "]"
 	}
 	var who []string
 	switch {

@@ -89,9 +89,10 @@ const (
 	codeRevoked = "lease_revoked" // the caller revoked it
 )
 
-// maxEndedLeases bounds how many ended leases the service remembers, so
-// that a call with one answers how it ended.
-const maxEndedLeases = 4096
+// maxEndedLeases bounds how many ended leases the service remembers of each
+// caller, so that a call with one answers how it ended: per caller, so that
+// another caller's churn never erases how mine ended.
+var maxEndedLeases = 1024 // a test lowers it
 
 // leaseTTLBounds returns the shortest and longest TTL a lease may have, and
 // the session timeout ZooKeeper granted the service, which bounds it.
@@ -204,11 +205,12 @@ func (s *Service) endLeaseLocked(l *lease, code, reason string) {
 		delete(s.leasesOf, l.caller)
 	}
 	s.endedLeases[l.id] = l.ended
-	s.endedFIFO = append(s.endedFIFO, l.id)
-	if len(s.endedFIFO) > maxEndedLeases {
-		delete(s.endedLeases, s.endedFIFO[0])
-		s.endedFIFO = slices.Delete(s.endedFIFO, 0, 1)
+	fifo := append(s.endedFIFO[l.caller], l.id)
+	if len(fifo) > maxEndedLeases {
+		delete(s.endedLeases, fifo[0])
+		fifo = slices.Delete(fifo, 0, 1)
 	}
+	s.endedFIFO[l.caller] = fifo
 }
 
 // endLeases ends every lease (the service's session was lost, or it is

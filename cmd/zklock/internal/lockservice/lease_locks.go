@@ -96,14 +96,15 @@ func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller st
 	if l == nil {
 		return
 	}
-	if !s.reserve(caller) {
-		writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("caller %s holds, waits for or watches %d locks already, the most this service allows", caller, s.cfg.MaxHolds))
+	weight := weight(areq)
+	if !s.reserve(caller, weight) {
+		s.tooMany(w, caller, weight)
 		return
 	}
 	reserved := true
 	defer func() {
 		if reserved {
-			s.unreserve(caller)
+			s.unreserve(caller, weight)
 		}
 	}()
 	// The wait ends with the caller's request, the lease, the service, or
@@ -136,7 +137,7 @@ func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller st
 		kind = "mutex"
 	}
 	h := newHolding(newID(), caller, req.Path, exclusive, zl)
-	h.leased = true
+	h.leased, h.weight = true, weight
 	if !s.admit(ctx, h) {
 		_ = zl.Release(context.Background()) // bounded by the loss, 0.8 T
 		s.leaseEndedAnswer(w, l)
@@ -206,7 +207,7 @@ func (s *Service) leaseEndedAnswer(w http.ResponseWriter, l *lease) bool {
 // out of contact ends the whole lease.
 func (s *Service) keep(l *lease, h *holding) {
 	defer s.bg.Done()
-	defer s.unreserve(h.caller)
+	defer s.unreserve(h.caller, h.weight)
 	defer s.unregister(h)
 	defer close(h.ended)
 	select {

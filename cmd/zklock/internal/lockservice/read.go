@@ -108,11 +108,11 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, caller string) {
 	if !ok {
 		return
 	}
-	if !s.reserve(caller) {
-		writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("caller %s holds, waits for or watches %d locks already, the most this service allows", caller, s.cfg.MaxHolds))
+	if !s.reserve(caller, 1) {
+		s.tooMany(w, caller, 1)
 		return
 	}
-	defer s.unreserve(caller)
+	defer s.unreserve(caller, 1)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)

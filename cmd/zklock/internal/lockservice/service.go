@@ -100,8 +100,8 @@ type Service struct {
 	leases      map[string]*lease // live leases by id
 	leasesOf    map[string]int    // live leases per caller
 	endedLeases map[string]*leaseEnded
-	endedFIFO   []string       // the same ids, oldest first (at most maxEndedLeases)
-	bg          sync.WaitGroup // the goroutines of leases' holdings and the session watch
+	endedFIFO   map[string][]string // the same ids by caller, oldest first (at most maxEndedLeases each)
+	bg          sync.WaitGroup      // the goroutines of leases' holdings and the session watch
 	watchOnce   sync.Once
 
 	proofMu  sync.Mutex
@@ -145,7 +145,7 @@ func New(c *zklock.Client, cfg Config) (*Service, error) {
 		c: c, cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		byID: map[string]*holding{}, byPath: map[string]map[*holding]struct{}{}, perCall: map[string]int{},
 		lost: map[string]string{}, instance: newID()[:12],
-		leases: map[string]*lease{}, leasesOf: map[string]int{}, endedLeases: map[string]*leaseEnded{},
+		leases: map[string]*lease{}, leasesOf: map[string]int{}, endedLeases: map[string]*leaseEnded{}, endedFIFO: map[string][]string{},
 	}
 	s.tokens.Store(newTokenSet(cfg.Tokens))
 	return s, nil
