@@ -61,7 +61,8 @@ type jobTally struct {
 }
 
 // vagueReset is a reset of path that may have landed in slots lo..hi (the
-// torture's ZooKeeper runs on the test's host: its clock is the host's).
+// torture's ZooKeeper runs on the test's host: its clock is the host's, or,
+// with the swarm's "skew" on, up to tortureSkew off it).
 type vagueReset struct {
 	path   string
 	lo, hi int64
@@ -104,9 +105,15 @@ func (j *jobTally) recorded(path string, slot int64) {
 	}
 }
 
-// skewSlots is how many slots a leader change moves ZooKeeper's time by,
-// at most, with the swarm's "skew" on (2 × tortureSkew), rounded up.
-const skewSlots = int64((2*tortureSkew + tortureJobPeriod - 1) / tortureJobPeriod)
+// skewSlots is how many slots ZooKeeper's time may be apart from the
+// host's (the torture's servers run on its host), rounded up: with the
+// swarm's "skew" on, a server's clock reads up to tortureSkew off.
+func skewSlots(sw swarmConfig) int64 {
+	if !sw.skew {
+		return 0
+	}
+	return int64((tortureSkew + tortureJobPeriod - 1) / tortureJobPeriod)
+}
 
 // slotNow is the job's slot by the host's clock.
 func slotNow() int64 { return time.Now().UnixMilli() / tortureJobPeriod.Milliseconds() }
@@ -149,11 +156,11 @@ func (j *jobTally) ended(path string, slot int64, succeeded bool) {
 // reset counts a reset that replaced the record of replaced, or, with
 // landed false, one whose outcome is unknown, made from slot from (by the
 // host's clock) until now.
-func (j *jobTally) reset(path string, replaced zklock.Run, landed bool, from int64) {
+func (j *jobTally) reset(path string, replaced zklock.Run, landed bool, from, skew int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if !landed { // it replaced a record of the slots before it, or of one during it
-		j.vague = append(j.vague, vagueReset{path, from - 2 - skewSlots, slotNow() + 2 + skewSlots})
+		j.vague = append(j.vague, vagueReset{path, from - 2 - skew, slotNow() + 2 + skew})
 		return
 	}
 	j.resetsLanded++
@@ -289,11 +296,11 @@ func (o *op) jobReset(ctx context.Context, j *zklock.Job) {
 			o.tt.lg.violate("job %s: %s reset it into slot %d, earlier than slot %d, recorded before it began: the record moved back", o.path, o.who, reset.Slot, floor)
 		}
 		o.tt.jobs.recorded(o.path, reset.Slot)
-		o.tt.jobs.reset(o.path, replaced, true, from)
+		o.tt.jobs.reset(o.path, replaced, true, from, skewSlots(o.tt.cfg.sw))
 	case errors.Is(err, zklock.ErrLocked):
 		o.tt.counts.add("job.reset_busy")
 	default: // it may have landed
 		o.tt.counts.add("job.reset_error")
-		o.tt.jobs.reset(o.path, zklock.Run{}, false, from)
+		o.tt.jobs.reset(o.path, zklock.Run{}, false, from, skewSlots(o.tt.cfg.sw))
 	}
 }
