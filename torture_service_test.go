@@ -487,7 +487,7 @@ type leaseState struct {
 }
 
 type svcHolding struct {
-	r     *leaseRec
+	recs  []*leaseRec // one, or k for k permits
 	done  chan struct{}
 	id    string
 	ended bool
@@ -500,7 +500,9 @@ func (ls *leaseState) endLocked(tt *torture, at mono, why error) {
 		return
 	}
 	h.ended = true
-	tt.lg.ended(h.r, at, why)
+	for _, r := range h.recs {
+		tt.lg.ended(r, at, why)
+	}
 	close(h.done)
 }
 
@@ -650,6 +652,11 @@ func (sv *svcRun) leaseHold(ctx context.Context, c *leaseCaller, rng *rand.Rand,
 	if limit > 0 {
 		body["limit"] = limit
 	}
+	permits := 1
+	if kind == "semaphore" && rng.IntN(3) == 0 {
+		permits = tortureSemLimit // k permits: k nodes, k of the limit, k against --max-holds (issue 56)
+		body["permits"] = permits
+	}
 	called := monoNow()
 	var got struct {
 		ID    string `json:"id"`
@@ -687,16 +694,27 @@ func (sv *svcRun) leaseHold(ctx context.Context, c *leaseCaller, rng *rand.Rand,
 		return
 	}
 	done := make(chan struct{})
-	r := &leaseRec{path: path, node: got.Node, owner: who, holder: who + " " + kind, start: at, planned: at + mono(hold), done: done}
-	mark(r)
-	tt.lg.grant(r)
-	tt.lg.setToken(r, got.Token)
-	ls.cur = &svcHolding{r: r, done: done, id: got.ID}
+	nodes := strings.Split(got.Node, ",") // k permits: k nodes, each a lease of the semaphore in the ledger
+	cur := &svcHolding{done: done, id: got.ID}
+	for _, node := range nodes {
+		r := &leaseRec{path: path, node: node, owner: who, holder: who + " " + kind, start: at, planned: at + mono(hold), done: done}
+		mark(r)
+		tt.lg.grant(r)
+		tt.lg.setToken(r, got.Token)
+		cur.recs = append(cur.recs, r)
+	}
+	ls.cur = cur
 	ls.mu.Unlock()
+	if len(nodes) > 1 {
+		tt.counts.add("svc.lease_permits")
+	}
 	tt.counts.add("grant.svc_lease")
 	tt.counts.add("svc.lease." + kind)
 	if rng.IntN(8) == 0 {
 		sv.crossRelease(who, got.ID)
+	}
+	if rng.IntN(8) == 0 {
+		sv.nestedAcquire(who, ls.id, path, kind, nodes[0])
 	}
 	var silenceAt mono
 	if c.armed.CompareAndSwap(true, false) {
@@ -733,6 +751,31 @@ func (sv *svcRun) crossRelease(who, id string) {
 	sv.tt.counts.add(fmt.Sprintf("svc.cross_release_%d%s", code, dotted(ecode)))
 	if code == http.StatusOK { // 404 or 409 lost are right for a holding that ended just before
 		sv.tt.lg.violate("%s: /v1/lock/release released a lease's holding %s (200): only its lease may", who, id)
+	}
+}
+
+// nestedAcquire asks, with the lease, for a lock inside the path it holds
+// (inside a semaphore's leases path for a semaphore), as a careless or
+// hostile caller would (issue 56): it must not be granted, or the holder's
+// queue would hold a stranger.
+func (sv *svcRun) nestedAcquire(who, lease, path, kind, held string) {
+	inner := path + "/nested"
+	if kind == "semaphore" {
+		inner = path + "/leases/nested"
+	}
+	var got struct {
+		ID string `json:"id"`
+	}
+	code, ecode := sv.call(context.Background(), 10*time.Second, "/v1/lease/acquire", map[string]any{"lease": lease, "path": inner, "try": true}, &got)
+	sv.tt.counts.add(fmt.Sprintf("svc.nested_%d%s", code, dotted(ecode)))
+	if code != http.StatusOK {
+		return
+	}
+	sv.call(context.Background(), 10*time.Second, "/v1/lease/release", map[string]string{"lease": lease, "id": got.ID}, nil)
+	// Granted: a violation if the holding's node was there throughout (then
+	// the path was a lock path in use when the inner one was made).
+	if ok, _, err := sv.tt.obs.Exists(held); err == nil && ok {
+		sv.tt.lg.violate("%s: granted %s inside %s, which it holds: a lock path inside a lock path in use", who, inner, path)
 	}
 }
 
