@@ -9,9 +9,20 @@ import (
 
 // Do acquires the lock, runs fn while holding it, releases it, and returns
 // fn's error. fn's context is cancelled the moment the lease ends (the lock
-// is lost) or ctx ends; context.Cause then tells which. LeaseOf(ctx) gives fn
-// the lease: its fencing token, and Err to check right before acting. If the lock was lost
-// while fn ran, the error matches ErrLockLost (and wraps fn's error, if any).
+// is lost, the hold limit passed, the client closes) or ctx ends;
+// context.Cause then tells which. LeaseOf(ctx) gives fn the lease: its
+// fencing token, and Err to check right before acting.
+//
+// How Do ends:
+//   - fn returned while the lock was held: the lease is released, and Do
+//     returns fn's error (nil if fn returned nil), whatever ctx did meanwhile.
+//   - The lease ended while fn ran (or between the grant and fn's start, when
+//     fn is not run): an error matching ErrLockLost, ErrHoldLimit or, when
+//     Client.Close ended it, ErrClosed; it wraps fn's error, if any.
+//   - fn panicked (or called runtime.Goexit): the lease is released on the
+//     way out, within the cleanup timeout, and the panic goes on.
+//   - Acquire failed: its error (ctx's, ErrClosed, ...); fn is not run.
+//
 // Its time bound is Acquire's, then fn's, then a Release of at most the
 // cleanup timeout (the loss at once, if the lease is already lost).
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
@@ -19,7 +30,8 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	if err != nil {
 		return err
 	}
-	return m.c.runHolding(ctx, l, fn)
+	err, _ = m.c.runHolding(ctx, l, fn)
+	return err
 }
 
 // leaseKey keys the lease in the context Do and RunSingleton give fn.
@@ -33,33 +45,55 @@ func LeaseOf(ctx context.Context) *Lease {
 	return l
 }
 
-// runHolding runs fn under l and releases l afterwards.
-func (c *Client) runHolding(ctx context.Context, l *Lease, fn func(ctx context.Context) error) error {
+// runHolding runs fn under l and releases l afterwards, on a panic in fn
+// too (the panic then goes on). It returns fn's error, or the end of the
+// lease (ErrLockLost, ErrHoldLimit, ErrClosed) if the lease ended before fn
+// returned; ended reports that case.
+func (c *Client) runHolding(ctx context.Context, l *Lease, fn func(ctx context.Context) error) (err error, ended bool) {
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, l))
 	l.whenEnded(cancel) // at once, before zklock deletes the node (Close)
+	release := func() error {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.cleanupTimeout)
+		defer rcancel()
+		return l.Release(rctx)
+	}
+	returned := false
+	defer func() {
+		if !returned { // fn panicked or called runtime.Goexit: let go of the lock on the way out
+			cancel(context.Canceled)
+			if err := release(); err != nil && !errors.Is(err, ErrNotHeld) {
+				c.log.Warn("zklock: release after a panic in fn failed", "path", l.Node(), "err", err)
+			}
+		}
+	}()
 	var ferr error
 	if l.Err() == nil { // never run fn on a lease that ended since Acquire returned
 		ferr = fn(fctx)
 	}
+	returned = true
+	lost := l.Err() // as fn returned: a later end (Close) did not cut fn short
 	cancel(context.Canceled)
 
-	lost := l.Err()
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.cleanupTimeout)
-	rerr := l.Release(rctx)
-	rcancel()
-	if lost != nil && (errors.Is(lost, ErrLockLost) || errors.Is(lost, ErrHoldLimit)) {
+	rerr := release()
+	if lost != nil && endedUnderFn(lost) {
 		if ferr != nil {
-			return fmt.Errorf("%w (fn: %w)", lost, ferr)
+			return fmt.Errorf("%w (fn: %w)", lost, ferr), true
 		}
-		return lost
+		return lost, true
 	}
 	if ferr != nil {
-		return ferr
+		return ferr, false
 	}
 	if rerr != nil && !errors.Is(rerr, ErrNotHeld) {
-		return rerr
+		return rerr, false
 	}
-	return nil
+	return nil, false
+}
+
+// endedUnderFn reports an end of a lease that cut fn short: a loss, the hold
+// limit, or Close.
+func endedUnderFn(err error) bool {
+	return errors.Is(err, ErrLockLost) || errors.Is(err, ErrHoldLimit) || errors.Is(err, ErrClosed)
 }
 
 // SingletonOption configures RunSingleton.
@@ -84,8 +118,13 @@ func OnElected(fn func(*Lease)) SingletonOption {
 	return func(s *singletonConfig) { s.onElected = fn }
 }
 
-// OnLost is called each time the lock is lost while fn runs, with the cause,
-// before RunSingleton campaigns again.
+// OnLost is called (on RunSingleton's goroutine) each time the lease ends
+// while fn runs, once fn has returned, with the error RunSingleton has for
+// that ending: one matching ErrLockLost or ErrHoldLimit (RunSingleton then
+// campaigns again, unless ctx has ended), or ErrClosed (Client.Close ended
+// it; RunSingleton then returns that error). So every OnElected is followed
+// by one OnLost, except when fn returns while the lock is held (RunSingleton
+// returns fn's error) or panics.
 func OnLost(fn func(error)) SingletonOption {
 	return func(s *singletonConfig) { s.onLost = fn }
 }
@@ -94,9 +133,23 @@ func OnLost(fn func(error)) SingletonOption {
 // (an election: Election.Leader on the same path says who runs it):
 // it campaigns for the lock, runs fn while it holds it, and when the lock is
 // lost it cancels fn's context, waits for fn to return, then waits for a
-// working session and campaigns again, at the back of the queue. It returns
-// when fn returns while still holding the lock (with fn's error, after
-// releasing), or when ctx ends.
+// working session and campaigns again, at the back of the queue.
+//
+// How RunSingleton ends:
+//   - fn returned while the lock was held: the lease is released, and
+//     RunSingleton returns fn's error (nil if fn returned nil).
+//   - ctx ended: ctx's error, from the campaign or the pause between
+//     campaigns; or, if fn was running, whatever fn returned (a fn that
+//     returns ctx.Err() makes it ctx's error).
+//   - Client.Close: an error matching ErrClosed, from the campaign or, if
+//     it cut fn short, from the ended lease (wrapping fn's error, if any);
+//     OnLost runs first in that case.
+//   - fn panicked: the lease is released on the way out, within the cleanup
+//     timeout, and the panic goes on; OnLost does not run.
+//
+// A loss or the hold limit (ErrLockLost, ErrHoldLimit) ends only one round:
+// OnLost runs with it, and RunSingleton campaigns again (it returns that
+// error if ctx has ended too).
 //
 // After a lease that ended sooner than a session timeout after it was
 // granted, it pauses before campaigning again (100 ms, doubling up to the
@@ -123,14 +176,17 @@ func (m *Mutex) RunSingleton(ctx context.Context, fn func(ctx context.Context) e
 		if cfg.onElected != nil {
 			cfg.onElected(l)
 		}
-		err = c.runHolding(ctx, l, fn)
-		if !(errors.Is(err, ErrLockLost) || errors.Is(err, ErrHoldLimit)) || ctx.Err() != nil {
-			return err
+		err, ended := c.runHolding(ctx, l, fn)
+		if !ended {
+			return err // fn returned while it held the lock
 		}
-		c.log.Warn("zklock: singleton lost its lock; campaigning again", "path", m.path, "err", err)
 		if cfg.onLost != nil {
 			cfg.onLost(err)
 		}
+		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			return err
+		}
+		c.log.Warn("zklock: singleton lost its lock; campaigning again", "path", m.path, "err", err)
 		pause = nextPause(pause, time.Since(l.since), c.grantedTimeout())
 		if err := c.sleep(ctx, pause); err != nil {
 			return err
