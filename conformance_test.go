@@ -33,6 +33,22 @@ func (z zkClient) NewElection(t *testing.T, path string) conformance.Election {
 	return e
 }
 
+func (z zkClient) Mutex(path string) (zklock.Locker, error) {
+	m, err := z.c.NewMutex(path)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (z zkClient) Election(path string) (conformance.Election, error) {
+	e, err := z.c.NewElection(path)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
 func (z zkClient) Contenders(ctx context.Context, path string) ([]zklock.Contender, error) {
 	return z.c.Contenders(ctx, path)
 }

@@ -45,16 +45,28 @@ func (c *Client) Close() error {
 
 // Contenders lists the contenders queued on path, holder first, as
 // zklock's Client.Contenders does: Node, Sequence, Token and Holder (Owner
-// and Data are zero). A path nobody queues on has none.
+// and Data are zero). A path nobody queues on has none. As zklock's, it
+// refuses an invalid path (zklock.ErrInvalidPath), fails on a closed client
+// (zklock.ErrClosed), and returns ctx's error if ctx has ended.
 func (c *Client) Contenders(ctx context.Context, path string) ([]zklock.Contender, error) {
+	if err := validatePath(path); err != nil {
+		return nil, err
+	}
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.closed {
+	switch {
+	case c.closed:
 		return nil, zklock.ErrClosed
+	case ctx.Err() != nil:
+		return nil, ctxErr(ctx)
+	}
+	q := s.queues[path]
+	if q == nil {
+		return nil, nil
 	}
 	var out []zklock.Contender
-	for i, e := range s.queue(path).entries {
+	for i, e := range q.entries {
 		out = append(out, zklock.Contender{Node: e.node, Sequence: e.seq, Token: e.token, Holder: i == 0})
 	}
 	return out, nil

@@ -29,6 +29,22 @@ func (f fakeClient) NewElection(t *testing.T, path string) conformance.Election 
 	return e
 }
 
+func (f fakeClient) Mutex(path string) (zklock.Locker, error) {
+	m, err := f.c.NewMutex(path)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (f fakeClient) Election(path string) (conformance.Election, error) {
+	e, err := f.c.NewElection(path)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
 func (f fakeClient) Contenders(ctx context.Context, path string) ([]zklock.Contender, error) {
 	return f.c.Contenders(ctx, path)
 }

@@ -38,6 +38,17 @@
 //     says zklock.ErrNotHeld), its waiting Acquires return zklock.ErrClosed,
 //     and so does every later call.
 //   - Client.Contenders: the queue, holder first.
+//   - The unhappy paths, as zklock answers them: a ctx that has ended
+//     (cancelled or past its deadline) makes Acquire, TryAcquire, Campaign,
+//     Contenders and Leader return its error and change nothing; Observe's
+//     channel closes without a value; Release and Resign of a held lease
+//     end it (Err zklock.ErrReleased, the next waiter holds) and return
+//     ctx's error; Token still answers. An invalid path is
+//     zklock.ErrInvalidPath in NewMutex, NewElection and Contenders. On a
+//     closed client every call fails with zklock.ErrClosed (the
+//     constructors, which do no I/O, still build). A second Release or
+//     Resign says zklock.ErrNotHeld. The conformance suite checks each of
+//     these in one table, call by call and condition by condition.
 //   - Elections on the same queue as mutexes: Campaign waits its turn and
 //     returns a *zklock.Leadership (Done, Err, Resign, Lease); Leader returns
 //     the holder's node, value and token, or zklock.ErrNoLeader; Observe

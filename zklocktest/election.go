@@ -41,13 +41,17 @@ func (e *Election) Campaign(ctx context.Context, value string) (*zklock.Leadersh
 }
 
 // Leader returns who leads now (Node, Value, Token; Owner and Data are
-// zero), or an error matching zklock.ErrNoLeader.
+// zero), or an error matching zklock.ErrNoLeader; zklock.ErrClosed on a
+// closed client, and ctx's error if ctx has ended.
 func (e *Election) Leader(ctx context.Context) (zklock.Leader, error) {
 	s := e.c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e.c.closed {
+	switch {
+	case e.c.closed:
 		return zklock.Leader{}, zklock.ErrClosed
+	case ctx.Err() != nil:
+		return zklock.Leader{}, ctxErr(ctx)
 	}
 	ld, _ := e.leaderLocked()
 	if ld.Node == "" {
@@ -70,7 +74,8 @@ func (e *Election) leaderLocked() (zklock.Leader, <-chan struct{}) {
 // Observe sends the leader now, then the leader after every change (a zero
 // Leader when nobody leads). The channel holds one value, and a reader that
 // falls behind gets the latest. It is closed when ctx ends or the client
-// closes.
+// closes, without a value if ctx had ended or the client was closed when
+// Observe was called.
 func (e *Election) Observe(ctx context.Context) <-chan zklock.Leader {
 	out := make(chan zklock.Leader, 1)
 	go func() {
@@ -81,7 +86,7 @@ func (e *Election) Observe(ctx context.Context) <-chan zklock.Leader {
 			ld, changed := e.leaderLocked()
 			closed := e.c.closed
 			s.mu.Unlock()
-			if closed {
+			if closed || ctx.Err() != nil {
 				return
 			}
 			if first || ld.Node != last.Node || ld.Value != last.Value {

@@ -188,11 +188,17 @@ func (q *queue) signal() {
 	q.changed = make(chan struct{})
 }
 
-// Release is the LeaseBackend's: the node goes, the next waiter holds.
-func (e *entry) Release(context.Context) error {
+// Release is the LeaseBackend's: the node goes, the next waiter holds. If
+// ctx has ended it returns ctx's error all the same, as zklock does: its
+// Release of a held lease with an ended ctx ends the lease (Err
+// ErrReleased), deletes the node in the background and returns ctx's error.
+func (e *entry) Release(ctx context.Context) error {
 	s := e.c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.remove(e)
+	if ctx.Err() != nil {
+		return ctxErr(ctx)
+	}
 	return nil
 }

@@ -40,6 +40,10 @@ type Harness struct {
 type Client interface {
 	NewMutex(t *testing.T, path string) zklock.Locker
 	NewElection(t *testing.T, path string) Election
+	// Mutex and Election are the constructors as they are, errors
+	// returned: NewMutex and NewElection of the client.
+	Mutex(path string) (zklock.Locker, error)
+	Election(path string) (Election, error)
 	Contenders(ctx context.Context, path string) ([]zklock.Contender, error)
 	Close() error
 }
@@ -74,6 +78,7 @@ func Run(t *testing.T, h Harness) {
 		{"Close", s.close},
 		{"Election", s.election},
 		{"Observe", s.observe},
+		{"Table", s.table},
 	} {
 		t.Run(c.name, c.fn)
 	}
