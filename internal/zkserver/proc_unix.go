@@ -30,3 +30,10 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 	}
 	return err
 }
+
+// processExists reports whether process pid exists (a zombie counts: its
+// parent has not reaped it yet).
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}

@@ -107,7 +107,8 @@ func DefaultConfig() Config {
 }
 
 // Start starts cfg.Ensemble local servers (and cfg.Observers observers), each in a directory of a fresh
-// temporary one, and waits until all of them serve (and, for an ensemble,
+// temporary one (zktest-*, which records the process that owns it; Start
+// first removes those whose owner has exited without its cleanups), and waits until all of them serve (and, for an ensemble,
 // agree on a leader). Without a local install it starts a standalone server
 // in Docker if an engine answers: that cluster is external (no lifecycle
 // control). It returns the cluster and a function that stops it and removes
@@ -121,8 +122,17 @@ func Start(cfg Config) (*Cluster, func(), error) {
 	if err != nil {
 		return startDockerInstead(cfg, err)
 	}
+	for _, d := range sweepLeftovers() { // what test binaries that died before their cleanups left
+		if cfg.Logf != nil {
+			cfg.Logf("zktest: removed %s, left by a test process that has exited", d)
+		}
+	}
 	base, err := os.MkdirTemp("", "zktest-")
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := writeOwner(base); err != nil {
+		os.RemoveAll(base)
 		return nil, nil, err
 	}
 	dirs := make([]string, cfg.Ensemble+cfg.Observers)
