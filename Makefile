@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: test test-fast torture bench bench-scale zk interop demo container
+.PHONY: test test-fast torture bench bench-scale zk interop demo container rehearse
 
 # -p 2: two packages' test binaries at a time. The root package (the
 # longest, with the one-minute torture) starts first and runs beside the
@@ -16,6 +16,16 @@ test: zk interop
 	$(GO) test -race -count=1 -p 2 -timeout 15m ./...
 	cd metrics/zklockprom && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	cd metrics/zklockotel && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	$(MAKE) rehearse
+
+# rehearse builds this checkout's modules as the version in VERSION, serves
+# them from a file proxy beside the machine's module cache, and installs the
+# CLI and builds the README's quick start and the metrics modules in an
+# empty GOPATH with no other proxy, as users will (docs/releasing.md). It
+# fails on a replace in a published go.mod, or a require of a version the
+# release does not have.
+rehearse:
+	cd release && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
 
 # test-fast runs the tests that need no server (TestPure..., the fuzz
 # targets' seed corpora) in seconds, without Java or ZooKeeper.

@@ -10,5 +10,3 @@ require (
 
 require go.yaml.in/yaml/v3 v3.0.5 // indirect
 
-// go-zookeeper v1.0.4 with its lastZxid data race fixed; see third_party/go-zookeeper-zk/PATCHED.md.
-replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper-zk

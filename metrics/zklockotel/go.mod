@@ -2,15 +2,11 @@ module github.com/zklock/zklock/metrics/zklockotel
 
 go 1.26.0
 
-replace (
-	github.com/go-zookeeper/zk => ../../third_party/go-zookeeper-zk
-	github.com/zklock/zklock => ../..
-)
 
 require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/stretchr/testify v1.12.1
-	github.com/zklock/zklock v0.0.0
+	github.com/zklock/zklock v0.2.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0

@@ -7,7 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.20.5
 	github.com/prometheus/client_model v0.6.1
 	github.com/stretchr/testify v1.12.1
-	github.com/zklock/zklock v0.0.0
+	github.com/zklock/zklock v0.2.0
 	go.yaml.in/yaml/v3 v3.0.5
 )
 
@@ -22,7 +22,3 @@ require (
 	google.golang.org/protobuf v1.34.2 // indirect
 )
 
-replace (
-	github.com/go-zookeeper/zk => ../../third_party/go-zookeeper-zk
-	github.com/zklock/zklock => ../..
-)
