@@ -360,12 +360,40 @@ func TestClientPackagesInstall(t *testing.T) {
 			}
 			run(pip, "install", "-q", filepath.Join(root, "clients/python"))
 			run(filepath.Join(dir, "venv/bin/python"), "-c", "import zklock; zklock.Client('http://127.0.0.1:7070')")
+			// As released: the sdist and the wheel its backend builds, the
+			// wheel installed into another fresh environment.
+			dist := filepath.Join(dir, "dist")
+			require.NoError(t, os.MkdirAll(dist, 0o755))
+			backend := "import sys, build_backend as b; print(b.build_sdist(sys.argv[1])); print(b.build_wheel(sys.argv[1]))"
+			build := exec.Command("python3", "-c", backend, dist)
+			build.Dir = filepath.Join(root, "clients/python")
+			out, err := build.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			wheels, _ := filepath.Glob(filepath.Join(dist, "*.whl"))
+			sdists, _ := filepath.Glob(filepath.Join(dist, "*.tar.gz"))
+			require.Len(t, wheels, 1, "%s", out)
+			require.Len(t, sdists, 1, "%s", out)
+			run("python3", "-m", "venv", filepath.Join(dir, "venv2"))
+			run(filepath.Join(dir, "venv2/bin/pip"), "install", "-q", wheels[0])
+			run(filepath.Join(dir, "venv2/bin/python"), "-c", "import zklock; zklock.Client('http://127.0.0.1:7070')")
 		case "node":
 			if _, err := exec.LookPath("npm"); err != nil {
 				t.Fatalf("node is installed but npm is not (Debian: apt-get install npm): %v", err)
 			}
 			run("npm", "install", "--prefix", dir, filepath.Join(root, "clients/node"))
 			run("node", "--input-type=module", "-e", "import { Client } from 'zklock'; new Client();")
+			// As released: the tarball npm pack makes, installed into an empty directory.
+			packed := filepath.Join(dir, "packed")
+			require.NoError(t, os.MkdirAll(packed, 0o755))
+			run("npm", "pack", "--pack-destination", packed, filepath.Join(root, "clients/node"))
+			tgz, _ := filepath.Glob(filepath.Join(packed, "*.tgz"))
+			require.Len(t, tgz, 1)
+			fresh := filepath.Join(dir, "fresh")
+			run("npm", "install", "--prefix", fresh, tgz[0])
+			check := exec.Command("node", "--input-type=module", "-e", "import { Client } from 'zklock'; new Client();")
+			check.Dir = fresh
+			out, err := check.CombinedOutput()
+			require.NoError(t, err, "%s", out)
 		}
 	})
 }
