@@ -14,12 +14,17 @@
 //     $ZOOKEEPER_HOME/lib/*.jar and $ZOOKEEPER_HOME/*.jar) or the Debian
 //     package (/usr/share/java/zookeeper.jar). Java is $JAVA_HOME/bin/java or
 //     java on $PATH.
-//  3. A container of the official zookeeper:3.8 image, started with
+//  3. Only from a checkout of zklock (a clone, or a replace of zklock by
+//     one): a container of the official zookeeper:3.8 image, started with
 //     testcontainers-go, when a Docker engine answers (standalone only, no
-//     server fault helpers; the code is the separate module zkcontainer).
-//  4. Otherwise the test fails with instructions: `make test` installs
-//     ZooKeeper, or run `sudo scripts/install-zookeeper.sh`, or set
-//     ZKLOCK_TEST_SERVERS.
+//     server fault helpers; the code is the separate module
+//     zktest/zkcontainer, which Go leaves out of zklock's module download,
+//     so zktest imported from the module cache cannot start it).
+//  4. Otherwise the test fails with InstallHint: `make test` in a checkout
+//     installs ZooKeeper; scripts/install-zookeeper.sh does, from a
+//     checkout or the module's directory; or set ZKLOCK_TEST_SERVERS, for
+//     instance to a zookeeper:3.8 container started by hand (the hint has
+//     the docker run line).
 //
 // Client-side faults (partitions, pauses, resets) do not need control of the
 // server and work with external servers too: see Proxy.
@@ -49,8 +54,9 @@ import (
 const EnvServers = zkserver.EnvServers
 
 // InstallHint tells a developer how to get a ZooKeeper for the tests (`make
-// test`, scripts/install-zookeeper.sh, ZKLOCK_TEST_SERVERS or a Docker
-// engine); it is part of every "no ZooKeeper" failure.
+// test`, scripts/install-zookeeper.sh, ZKLOCK_TEST_SERVERS, a container run
+// by hand); it is part of every "no ZooKeeper" failure. Every way it names
+// works for a user of the module as downloaded.
 const InstallHint = zkserver.InstallHint
 
 // DefaultStartTimeout (60s) bounds how long starting (or restarting) servers

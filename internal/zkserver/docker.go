@@ -19,8 +19,11 @@ import (
 // in Docker, started with testcontainers-go. That library and its
 // dependencies live in the module zktest/zkcontainer and are reached through
 // a child process (go run), so they never enter the build of anyone who
-// imports zklock or zktest. It works from a checkout of zklock, where that
-// module's source sits beside zktest's.
+// imports zklock or zktest. It works only from a checkout of zklock (or a
+// replace of zklock by one), where that module's source sits beside
+// zktest's: the module zip of zklock leaves nested modules out, so a user
+// who imports zktest from the module cache gets, instead, the error
+// noContainerModule, which says how to run the container by hand.
 
 // dockerAnswers reports whether a Docker engine answers a ping.
 func dockerAnswers() bool {
@@ -48,14 +51,20 @@ func dockerAnswers() bool {
 	return strings.HasPrefix(string(reply), "HTTP/1.") && strings.Contains(string(reply), " 200 ")
 }
 
+// thisFile is this source file's path as compiled: in a checkout, or in
+// the module cache.
+var thisFile = func() string {
+	_, file, _, _ := runtime.Caller(0)
+	return file
+}()
+
 // containerModuleDir returns the zkcontainer module's directory, or "".
 func containerModuleDir() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
+	if thisFile == "" {
 		return ""
 	}
 	// this file is internal/zkserver/docker.go; the module is zktest/zkcontainer
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "zktest", "zkcontainer")
+	dir := filepath.Join(filepath.Dir(thisFile), "..", "..", "zktest", "zkcontainer")
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 		return ""
 	}
@@ -70,7 +79,7 @@ func startDocker(logf func(string, ...any)) (string, func(), error) {
 	}
 	dir := containerModuleDir()
 	if dir == "" {
-		return "", nil, errors.New("a Docker engine answers, but the zkcontainer module is not beside zktest (run from a checkout of zklock)")
+		return "", nil, errNoContainerModule
 	}
 	cmd, stdin, stdout, err := runContainerModule(dir, logf)
 	if err != nil {
@@ -91,6 +100,12 @@ func startDocker(logf func(string, ...any)) (string, func(), error) {
 		return "", nil, errors.New("zkcontainer gave no address within 5 minutes")
 	}
 }
+
+// errNoContainerModule is startDocker's error where zktest comes from the
+// module cache.
+var errNoContainerModule = errors.New("a Docker engine answers, but zktest starts a container by itself only from a " +
+	"checkout of zklock (its starter, the module zktest/zkcontainer, is not in zklock's module download); " +
+	"start one by hand: " + DockerRecipe)
 
 // runContainerModule starts 'go run ./cmd/zkcontainer' in dir, its stderr
 // going to logf. The child removes the container when its stdin closes.

@@ -25,11 +25,24 @@ import (
 const EnvServers = "ZKLOCK_TEST_SERVERS"
 
 // InstallHint tells a developer how to get a ZooKeeper; it is part of every
-// "no ZooKeeper" failure.
-const InstallHint = "to get one: run `make test` (it installs ZooKeeper), " +
-	"or run `sudo scripts/install-zookeeper.sh`, " +
+// "no ZooKeeper" failure. Each way it names works for a user of the module
+// as downloaded (the module zip holds scripts/, but not the nested module
+// zktest/zkcontainer, so zktest starts a Docker container by itself only
+// from a checkout of zklock).
+const InstallHint = "to get one: run `make test` in a checkout of zklock (it installs ZooKeeper), " +
+	"or run `sudo sh scripts/install-zookeeper.sh` from zklock's checkout or module directory " +
+	"(`go list -m -f '{{.Dir}}' github.com/zklock/zklock`), " +
 	"or set " + EnvServers + "=host:port[,host:port...] to use servers that are already running, " +
-	"or run a Docker engine (zktest then starts the zookeeper image with testcontainers-go)"
+	"for instance " + DockerRecipe + "; " +
+	"from a checkout of zklock zktest also starts that container itself when a Docker engine answers"
+
+// DockerRecipe starts a ZooKeeper for the tests in Docker by hand: what a
+// user of the module does, since the automatic fallback (the module
+// zktest/zkcontainer) is only in a checkout.
+// It configures the server as the automatic fallback does (short ticks,
+// session timeouts from 200 ms, four-letter words for Mntr).
+const DockerRecipe = "`docker run -d --rm -p 127.0.0.1:2181:2181 -e ZOO_TICK_TIME=100 -e ZOO_4LW_COMMANDS_WHITELIST='*' " +
+	"-e ZOO_CFG_EXTRA='minSessionTimeout=200 maxSessionTimeout=60000' zookeeper:3.8` then " + EnvServers + "=127.0.0.1:2181"
 
 // DefaultStartTimeout bounds how long starting (or restarting) servers may
 // take before giving up and reporting the server log.
