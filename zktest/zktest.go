@@ -14,7 +14,7 @@
 //     $ZOOKEEPER_HOME/lib/*.jar and $ZOOKEEPER_HOME/*.jar) or the Debian
 //     package (/usr/share/java/zookeeper.jar). Java is $JAVA_HOME/bin/java or
 //     java on $PATH.
-//  3. Only from a checkout of zklock (a clone, or a replace of zklock by
+//  3. Only from a checkout of zklock (a clone, or a workspace that uses
 //     one): a container of the official zookeeper:3.8 image, started with
 //     testcontainers-go, when a Docker engine answers (standalone only, no
 //     server fault helpers; the code is the separate module

@@ -19,8 +19,8 @@ import (
 // in Docker, started with testcontainers-go. That library and its
 // dependencies live in the module zktest/zkcontainer and are reached through
 // a child process (go run), so they never enter the build of anyone who
-// imports zklock or zktest. It works only from a checkout of zklock (or a
-// replace of zklock by one), where that module's source sits beside
+// imports zklock or zktest. It works only from a checkout of zklock (a
+// clone, or a workspace that uses one), where that module's source sits beside
 // zktest's: the module zip of zklock leaves nested modules out, so a user
 // who imports zktest from the module cache gets, instead, the error
 // noContainerModule, which says how to run the container by hand.
