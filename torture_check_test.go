@@ -38,6 +38,10 @@ type leaseRec struct {
 	called  mono // child: when its Acquire was called
 	shared  bool // a reader: it may overlap other readers
 	limit   int  // a semaphore lease: up to limit may overlap
+	// exec: a run of `zklock exec` (torture_exec_test.go), held from its
+	// command's start to the last moment a process of the run was seen
+	// alive
+	exec bool
 
 	// guarded by ledger.mu
 	token   int64 // 0: not known (the read failed with the lease ending)
@@ -577,8 +581,8 @@ func (c *checker) deletedGrants() {
 func (c *checker) deletedEnds() {
 	for _, r := range c.lg.leases {
 		d, ok := c.deletion(r)
-		if r.child || !ok || d.at < r.start || r.end == 0 {
-			continue
+		if r.child || r.exec || !ok || d.at < r.start || r.end == 0 {
+			continue // an exec run ends when its processes die: SIGTERM, SIGKILL after --grace
 		}
 		late := time.Duration(r.end - d.at)
 		if late <= deletionBound {

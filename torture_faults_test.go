@@ -45,6 +45,11 @@ const (
 	fLeaseSilence                      // swarm "service": a lease caller stops its keep-alives mid-hold
 	fPauseShort                        // swarm "pause": a server (often the leader) frozen below the bound (0.4 T)
 	fPauseLong                         // swarm "pause": frozen past syncLimit × tickTime, sometimes past T
+	fExecKill                          // swarm "exec": zklock exec killed (SIGKILL) while its command runs
+	fExecTstp                          // swarm "exec": SIGTSTP (Ctrl-Z) to zklock exec while its command runs: it must refuse
+	fExecStderr                        // swarm "exec": zklock exec's stderr a pipe whose reader is gone, its command past --max-hold
+	fExecStubborn                      // swarm "exec": the command leaves a grandchild that ignores SIGTERM
+	fExecStall                         // swarm "exec": zklock exec's proxy stalled mid-hold (for 0.1-2.5 T), then cut half the time
 	numFaultKinds
 )
 
@@ -73,6 +78,11 @@ var faultKinds = [numFaultKinds]struct {
 	fLeaseSilence:     {"lease_silence", 0},
 	fPauseShort:       {"pause_short", 0}, // weighed by the swarm (weights)
 	fPauseLong:        {"pause_long", 0},
+	fExecKill:         {"exec_kill", 0}, // weighed by the swarm (weights)
+	fExecTstp:         {"exec_tstp", 0},
+	fExecStderr:       {"exec_stderr", 0},
+	fExecStubborn:     {"exec_stubborn", 0},
+	fExecStall:        {"exec_stall", 0},
 }
 
 // weights are the faults' weights in this run's configuration.
@@ -95,6 +105,9 @@ func (tt *torture) weights() [numFaultKinds]int {
 	}
 	if tt.cfg.sw.skew { // leader changes move ZooKeeper's time
 		w[fKill] = 15
+	}
+	if tt.cfg.sw.exec {
+		w[fExecKill], w[fExecTstp], w[fExecStderr], w[fExecStubborn], w[fExecStall] = 4, 4, 3, 4, 3
 	}
 	return w
 }
@@ -184,6 +197,8 @@ func (tt *torture) inject(f fault) {
 		tt.killStream(f)
 	case fLeaseSilence:
 		tt.silenceLease(f)
+	case fExecKill, fExecTstp, fExecStderr, fExecStubborn, fExecStall:
+		tt.armExec(f)
 	case fSigstop:
 		if tt.child == nil {
 			tt.counts.add("skipped." + f.kind.String())

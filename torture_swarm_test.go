@@ -35,10 +35,10 @@ var tortureSwarm = flag.String("torture.swarm", "", "TestTorture's configuration
 // swarmDims are the dimensions, in the order they are drawn.
 // "service" is drawn last, after the per-client choices, so that the seeds
 // of before it draw the same configuration of the others.
-var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause", "skew"}
+var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause", "skew", "exec"}
 
 // firstDims are the dimensions drawn before the per-client choices; the
-// others ("service", "pause", then "skew") come after them, each added last so that
+// others ("service", "pause", "skew", then "exec") come after them, each added last so that
 // earlier seeds still draw the configuration they drew before.
 const firstDims = 6
 
@@ -102,6 +102,13 @@ type swarmConfig struct {
 	// back and forth; the jobs' retries and resets must then never run an
 	// earlier period than the record's, and no record moves back (issue 54).
 	skew bool
+	// exec: a few runners run `zklock exec` (built from cmd/zklock) on the
+	// mutex paths, whose command sometimes leaves a grandchild that
+	// ignores SIGTERM; zklock is killed (SIGKILL), sent SIGTSTP, given a
+	// stderr whose reader is gone, or cut off from ZooKeeper mid-hold, and
+	// no process of an earlier holder may live while a later holder of the
+	// path runs (issue 57; torture_exec_test.go).
+	exec bool
 }
 
 func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
@@ -127,7 +134,7 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 			on[d] = true
 		}
 	}
-	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"], pause: on["pause"], skew: on["skew"]}
+	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"], pause: on["pause"], skew: on["skew"], exec: on["exec"]}
 	asks := []time.Duration{tortureSession, 10 * time.Second, 10 * time.Second, 30 * time.Second}
 	sw.asked = make([]time.Duration, clients)
 	sw.chrooted = make([]bool, clients)
@@ -156,6 +163,9 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 	}
 	if skew := rng.IntN(2) == 0; forced == "" {
 		sw.skew = skew
+	}
+	if exec := rng.IntN(2) == 0; forced == "" {
+		sw.exec = exec
 	}
 	return sw, nil
 }
@@ -195,13 +205,13 @@ func (sw swarmConfig) String() string {
 		}
 		maxhold += "(" + strings.Join(ms, " ") + ")"
 	}
-	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s skew=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause), onOff(sw.skew))
+	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s skew=%s exec=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause), onOff(sw.skew), onOff(sw.exec))
 }
 
 // flags renders the configuration for a replay line.
 func (sw swarmConfig) flags() string {
 	var on []string
-	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service, "pause": sw.pause, "skew": sw.skew} {
+	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service, "pause": sw.pause, "skew": sw.skew, "exec": sw.exec} {
 		if b {
 			on = append(on, d)
 		}

@@ -168,7 +168,8 @@ type torture struct {
 	observerClient *zklock.Client // torture_elect_test.go's
 	observerProxy  *zktest.Proxy
 	leaderWatches  []leaderWatch
-	svc            *svcRun // torture_service_test.go's; nil unless the swarm draws it
+	svc            *svcRun  // torture_service_test.go's; nil unless the swarm draws it
+	exec           *execRun // torture_exec_test.go's; nil unless the swarm draws it
 }
 
 // tortureSkew is how far ahead and behind the second and third servers'
@@ -234,6 +235,7 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 	tt.startPeer()
 	tt.startObservers()
 	tt.startService()
+	tt.startExec()
 	return tt
 }
 
@@ -292,6 +294,7 @@ func (tt *torture) run() {
 		}
 	}
 	tt.startServiceCallers(work)
+	tt.startExecRunners(work)
 	tt.progress(tt.cfg.duration)
 	stopFaults()
 	tt.bg.Wait()
@@ -331,6 +334,11 @@ func (tt *torture) heal() {
 	}
 	if tt.svc != nil {
 		tt.svc.proxy.Resume()
+	}
+	if tt.exec != nil {
+		for _, r := range tt.exec.runners {
+			r.proxy.Resume()
+		}
 	}
 	if tt.cluster.External() {
 		return
@@ -391,6 +399,7 @@ func (tt *torture) finish() {
 	time.Sleep(tortureCleanupDelay)
 	tt.stopPeer()
 	tt.stopService()
+	tt.stopExec()
 	tt.checkTree()
 	tt.jobs.check(tt)
 	tt.checkSentinel()
@@ -1138,13 +1147,13 @@ func (tt *torture) report() {
 	if v.margins > 0 {
 		margin = v.minMargin.Round(time.Millisecond).String()
 	}
-	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d %v acquisitions=%d mutex=%d listwatched=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d job=%d/%d svc_stream=%d svc_lease=%d "+
+	line := fmt.Sprintf("torture: seed=%d duration=%v clients=%d %v acquisitions=%d mutex=%d listwatched=%d reentrant=%d tryacquire=%d/%d do=%d singleton=%d read=%d write=%d semaphore=%d multi=%d child=%d job=%d/%d svc_stream=%d svc_lease=%d exec=%d/%d "+
 		"elect=%d proclaimed=%d guarded{landed=%d refused_lost=%d refused_version=%d unknown=%d} faults{%s} skipped=%d losses=%d false_losses=%d born_ended=%d worst_overshoot=%v overshoot_bound=%v min_loss_to_grant_margin=%s fenced_writes=%d child_writes=%d max_cpu_per_s=%.2f max_cpu_per_s_cut_off=%.2f violations=%d",
 		tt.cfg.seed, tt.cfg.duration, tt.cfg.clients, tt.cfg.sw.flags(), v.leases, tt.counts.get("grant.mutex"), tt.counts.get("grant.listwatched"), tt.counts.get("grant.reentrant"),
 		tt.counts.get("grant.try"), tt.counts.get("try.attempts"), tt.counts.get("grant.do"), tt.counts.get("grant.singleton"),
 		tt.counts.get("grant.read"), tt.counts.get("grant.write"), tt.counts.get("grant.semaphore"), tt.counts.get("grant.multi")/2, tt.counts.get("grant.child"),
 		tt.counts.get("grant.job"), tt.counts.get("grant.job")+tt.counts.get("job.ran_already")+tt.counts.get("job.busy"),
-		tt.counts.get("grant.svc_stream"), tt.counts.get("grant.svc_lease"),
+		tt.counts.get("grant.svc_stream"), tt.counts.get("grant.svc_lease"), tt.counts.get("grant.exec"), tt.counts.get("exec.runs"),
 		tt.counts.get("grant.elect"), tt.counts.get("elect.proclaimed"), tt.counts.get("guarded.landed"), tt.counts.get("guarded.refused_lost"),
 		tt.counts.get("guarded.refused_version"), tt.counts.get("guarded.unknown"),
 		strings.Join(faults, " "), skipped, v.losses, tt.counts.get("false_losses"), tt.counts.get("grant.born_ended"), v.worst.Round(time.Millisecond), tt.lg.bound, margin, v.fenced, tt.counts.get("child.writes"),
@@ -1159,7 +1168,7 @@ func (tt *torture) report() {
 	}
 	tt.t.Logf("skipped faults (target busy or not found): %s", strings.Join(tt.counts.withPrefix("skipped."), " "))
 	var sw []string
-	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade.", "grant.permits", "svc."} {
+	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade.", "grant.permits", "svc.", "exec."} {
 		for _, e := range tt.counts.withPrefix(p) {
 			sw = append(sw, p+e)
 		}
