@@ -4,8 +4,6 @@ package main
 // service's address and the ZooKeeper servers are the test's.
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,29 +25,11 @@ func TestClientReadmeExamples(t *testing.T) {
 	url := "http://" + httpAddrOf(t, svc.stdout, "listening on http://")
 	local := func(code string) string { return strings.ReplaceAll(code, "http://127.0.0.1:7070", url) }
 	c := connect(t)
-	nd := filepath.Join(dir, "node")
-	require.NoError(t, os.MkdirAll(filepath.Join(nd, "node_modules"), 0o755))
-	require.NoError(t, os.Symlink(filepath.Join(root, "clients/node"), filepath.Join(nd, "node_modules/zklock")))
-
 	python := func(t *testing.T, code, want string) {
-		need := exec.Command("python3", "--version")
-		require.NoError(t, need.Run(), "python3 is needed: apt-get install python3")
-		file := filepath.Join(dir, "example.py")
-		require.NoError(t, os.WriteFile(file, []byte(local(code)), 0o644))
-		cmd := exec.Command("python3", file)
-		cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "clients/python/src"))
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		require.Regexp(t, want, string(out))
+		require.Regexp(t, want, runPython(t, root, dir, "example.py", local(code)))
 	}
 	node := func(t *testing.T, code, want string) {
-		_, err := exec.LookPath("node")
-		require.NoError(t, err, "Node.js is needed: apt-get install nodejs")
-		file := filepath.Join(nd, "example.mjs")
-		require.NoError(t, os.WriteFile(file, []byte(local(code)), 0o644))
-		out, err := exec.Command("node", file).CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		require.Regexp(t, want, string(out))
+		require.Regexp(t, want, runNode(t, root, dir, "example.mjs", local(code)))
 	}
 	const lockOut, leaseOut = `^holding /locks/report, fencing token \d+\nreleased\n$`, `^holding /locks/nightly with a lease, fencing token \d+\nrevoked\n$`
 	for _, readme := range []string{"clients/python/README.md", "clients/node/README.md"} {

@@ -91,46 +91,24 @@ func TestServeDocExamples(t *testing.T) {
 		}},
 		{"python", `client.lock("/locks/report"`, func(t *testing.T, code string) {
 			need(t, "python3", "install Python 3 (apt-get install python3)")
-			file := filepath.Join(dir, "example.py")
-			require.NoError(t, os.WriteFile(file, []byte(local(code)), 0o644))
-			cmd := exec.Command("python3", file)
-			cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "clients/python/src"))
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			require.Regexp(t, `(?m)^holding /locks/report, fencing token \d+\nreleased\n$`, string(out))
+			out := runPython(t, root, dir, "example.py", local(code))
+			require.Regexp(t, `(?m)^holding /locks/report, fencing token \d+\nreleased\n$`, out)
 		}},
 		{"node", `client.lock('/locks/report'`, func(t *testing.T, code string) {
 			need(t, "node", "install Node.js 18 or later (apt-get install nodejs)")
-			nd := filepath.Join(dir, "node")
-			require.NoError(t, os.MkdirAll(filepath.Join(nd, "node_modules"), 0o755))
-			_ = os.Symlink(filepath.Join(root, "clients/node"), filepath.Join(nd, "node_modules/zklock")) // as npm install ./clients/node makes it
-			file := filepath.Join(nd, "example.mjs")
-			require.NoError(t, os.WriteFile(file, []byte(local(code)), 0o644))
-			out, err := exec.Command("node", file).CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			require.Regexp(t, `(?m)^holding /locks/report, fencing token \d+\nreleased\n$`, string(out))
+			out := runNode(t, root, dir, "example.mjs", local(code))
+			require.Regexp(t, `(?m)^holding /locks/report, fencing token \d+\nreleased\n$`, out)
 		}},
 		{"python lease", "client.lease(ttl=3)", func(t *testing.T, code string) {
 			need(t, "python3", "install Python 3 (apt-get install python3)")
-			file := filepath.Join(dir, "lease.py")
-			require.NoError(t, os.WriteFile(file, []byte(local(code)), 0o644))
-			cmd := exec.Command("python3", file)
-			cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "clients/python/src"))
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			require.Regexp(t, `(?m)^holding /locks/nightly with a lease, fencing token \d+\nrevoked\n$`, string(out))
+			out := runPython(t, root, dir, "lease.py", local(code))
+			require.Regexp(t, `(?m)^holding /locks/nightly with a lease, fencing token \d+\nrevoked\n$`, out)
 			require.Empty(t, waitQueue(t, c, "/locks/nightly", 0))
 		}},
 		{"node lease", "client.lease(3)", func(t *testing.T, code string) {
 			need(t, "node", "install Node.js 18 or later (apt-get install nodejs)")
-			nd := filepath.Join(dir, "node")
-			require.NoError(t, os.MkdirAll(filepath.Join(nd, "node_modules"), 0o755))
-			_ = os.Symlink(filepath.Join(root, "clients/node"), filepath.Join(nd, "node_modules/zklock"))
-			file := filepath.Join(nd, "lease.mjs")
-			require.NoError(t, os.WriteFile(file, []byte(local(code)), 0o644))
-			out, err := exec.Command("node", file).CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			require.Regexp(t, `(?m)^holding /locks/nightly with a lease, fencing token \d+\nrevoked\n$`, string(out))
+			out := runNode(t, root, dir, "lease.mjs", local(code))
+			require.Regexp(t, `(?m)^holding /locks/nightly with a lease, fencing token \d+\nrevoked\n$`, out)
 			require.Empty(t, waitQueue(t, c, "/locks/nightly", 0))
 		}},
 		{"a lease with curl", "/v1/lease/grant", func(t *testing.T, code string) {
