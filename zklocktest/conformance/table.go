@@ -181,7 +181,10 @@ func (s *suite) tableRows() []row {
 			t.Fatalf("Close: %v", err)
 		}
 		e.s.waitDone(t, l)
-		return "Err " + describe(l.Err(), "") + "; " + describe(l.Release(context.Background()), "") + "; " + e.after(t, l)[len("Err ErrClosed; "):]
+		errAfter := describe(l.Err(), "")
+		first := describe(l.Release(context.Background()), "")
+		again := describe(l.Release(context.Background()), "")
+		return "Err " + errAfter + "; " + first + "; again " + again + "; " + e.left(t, 0)
 	})
 	add("Lease.Token/closed client", "ErrClosed", func(t *testing.T, e *env) string {
 		l := e.holder(t)
