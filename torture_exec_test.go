@@ -297,6 +297,7 @@ type execPlan struct {
 	path                 int
 	stubborn, closedErr  bool
 	stubArmed            bool
+	armed                uint32 // the faults it took from the runner (given back if the command never starts)
 	kill, tstp, stall    bool
 	grace, maxHold, hold time.Duration
 	timeout              time.Duration
@@ -331,8 +332,10 @@ func (x *execRun) plan(r *execRunner, rng *rand.Rand) execPlan {
 	p.faultAt = randDur(rng, p.hold/10, p.hold*3/4)
 	p.stallFor = randDur(rng, execSession/10, 5*execSession/2)
 	p.cut = rng.IntN(2) == 0
+	p.armed = armed
 	if p.kill && p.tstp {
 		p.tstp = false
+		p.armed &^= 1 << (fExecTstp - fExecKill)
 		r.armed.Or(1 << (fExecTstp - fExecKill)) // the next run's
 	}
 	return p
@@ -446,11 +449,11 @@ func (x *execRun) run(ctx context.Context, r *execRunner, rng *rand.Rand) {
 			if time.Duration(t0-exitAt) > execSurvival {
 				tt.lg.violate("exec: a process of %s on %s (pids %v) lived %v after zklock exited (%v); stderr:\n%s",
 					name, path, procs, time.Duration(t0-exitAt).Round(time.Millisecond), state, x.stderrTail(errFile, p.closedErr))
+				// The command's group (its id is the command's pid, not
+				// reused while a member lives), then each process.
+				_ = syscall.Kill(-procs[0].pid, syscall.SIGKILL)
 				for _, pr := range procs {
 					_ = syscall.Kill(pr.pid, syscall.SIGKILL)
-				}
-				if ok, _ := procs[0].alive(); ok {
-					_ = syscall.Kill(-procs[0].pid, syscall.SIGKILL) // the command's group: its id is the command's pid
 				}
 				return true
 			}
@@ -545,6 +548,9 @@ func (x *execRun) run(ctx context.Context, r *execRunner, rng *rand.Rand) {
 			}
 		case <-tstpCheck:
 			tstpCheck = nil
+			if exitAt != 0 {
+				break // ended meanwhile (its pid may be another's now)
+			}
 			if st, _, ok := procStat(cmd.Process.Pid); ok && st == "T" {
 				tt.lg.violate("exec: %s: zklock stopped on SIGTSTP while its command ran on %s (it must refuse)", name, path)
 				sigZk(syscall.SIGCONT)
@@ -573,6 +579,9 @@ func (x *execRun) run(ctx context.Context, r *execRunner, rng *rand.Rand) {
 		}
 	}
 	x.unregister(p.path, name)
+	if rec == nil {
+		r.armed.Or(p.armed) // the command never started (a timeout, say): the next run's
+	}
 	if rec != nil {
 		tt.lg.ended(rec, max(lastAlive, rec.start), errExecEnded)
 		close(done)
