@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,4 +243,30 @@ func TestExecCutOffKillsBeforeTheSessionExpires(t *testing.T) {
 	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
 	requireNoSurvivor(t, events, "started\n")
 	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.errText())
+}
+
+// A closed stderr while zklock waits: its timeout message fails to write
+// instead of killing zklock, which exits 75 as it says. The torture's exec
+// runners saw zklock die of SIGPIPE before its command started (exit 141)
+// 12 times in ten minutes.
+func TestExecBrokenStderrWhileWaitingExitsAsUsual(t *testing.T) {
+	path := lockPath(t)
+	c := connect(t)
+	m, err := c.NewMutex(path)
+	require.NoError(t, err)
+	held, err := m.Acquire(t.Context())
+	require.NoError(t, err)
+	defer held.Release(context.Background())
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	r.Close() // the reader is gone
+	cmd := exec.Command(bin, "exec", "--timeout", "500ms", path, "--", "true")
+	cmd.Env = append(os.Environ(), envServers+"="+strings.Join(cluster.Addrs(), ","), "GORACE=atexit_sleep_ms=0")
+	cmd.Stderr = w
+	require.NoError(t, cmd.Start())
+	w.Close()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, exitTimeout, ee.ExitCode(), "%v", ee.ProcessState)
 }
