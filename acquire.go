@@ -110,6 +110,11 @@ func (c *Client) acquireQueued(ctx context.Context, a ask) (*Lease, error) {
 		l, err := c.acquireOnce(ctx, a)
 		gone := errors.Is(err, errSessionOver) || errors.Is(err, errNodeDeleted)
 		switch {
+		case errors.Is(err, errNoWord) && !a.policy.decidesOnLoss() && ctx.Err() == nil:
+			c.log.Warn("zklock: granted, but no word from ZooKeeper's leader for a session timeout; queueing again at the back", "path", a.path)
+			continue
+		case errors.Is(err, errNoWord):
+			return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 		case !gone:
 			return l, err
 		case c.isClosed():
@@ -159,8 +164,11 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if l == nil {
 		return nil, q.giveUp(ErrClosed)
 	}
-	if err := l.Err(); err != nil {
-		return nil, err // lost in the instant since awaitLive: lose removes the node
+	if err := l.Err(); err != nil { // lost in the instant since awaitLive: lose removes the node
+		if q.sess.ended() {
+			return nil, errSessionOver // queue again, as a wait whose session ended does
+		}
+		return nil, err
 	}
 	return l, nil
 }

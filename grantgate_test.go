@@ -185,3 +185,45 @@ func TestTokenOfAnEndedLeaseIsItsEnd(t *testing.T) {
 	require.ErrorIs(t, err, zklock.ErrLockLost)
 	require.True(t, errors.Is(l.Err(), zklock.ErrLockLost))
 }
+
+// A client that cannot prove its session fresh enough (the slow link above)
+// does not hold up the queue behind it: after a session timeout without the
+// leader's word it gives its node up and queues again at the back, and the
+// waiter behind it is granted. Before (with the gate but no bound), the
+// waiter behind waited out its whole 15 s deadline.
+func TestGrantOverASlowLinkLetsTheQueueMove(t *testing.T) {
+	const session = 2 * time.Second
+	p := lockPath(t)
+	obs := observer(t)
+	holder := mustMutex(t, connect(t), p)
+	h, err := holder.Acquire(ctxTimeout(t, 5*time.Second))
+	require.NoError(t, err)
+
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	proxy.SetDelay(session * 3 / 20) // 300 ms each way
+	slow := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(session))
+	eventually(t, "the connect's proof expired", func() bool { return zklock.LossDue(slow) })
+	slowDone := make(chan error, 1)
+	go func() {
+		_, err := mustMutex(t, slow, p).Acquire(ctxTimeout(t, 20*time.Second))
+		slowDone <- err
+	}()
+	waitChildren(t, obs, p, 2)
+	behind := make(chan error, 1)
+	go func() {
+		l, err := holder.Acquire(ctxTimeout(t, 15*time.Second))
+		if err == nil {
+			err = l.Release(context.Background())
+		}
+		behind <- err
+	}()
+	waitChildren(t, obs, p, 3)
+	released := time.Now()
+	require.NoError(t, h.Release(ctxTimeout(t, 5*time.Second)))
+	require.NoError(t, <-behind, "the waiter behind the slow client is granted")
+	took := time.Since(released)
+	t.Logf("the waiter behind was granted %v after the release (session %v)", took.Round(time.Millisecond), session)
+	require.Less(t, took, 2*session+2*time.Second, "within a session timeout and the give-up")
+	require.ErrorIs(t, <-slowDone, context.DeadlineExceeded, "the slow client never held it")
+	waitChildren(t, obs, p, 0)
+}
