@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zklock/zklock/internal/lockpath"
 )
@@ -49,39 +52,110 @@ func checkNestedSet(sorted []string) error {
 	return nil
 }
 
-// checkNotNested is called once parent has gained the child made for
-// lockPath: it refuses (and deletes the child, version 0: still empty) if
-// parent is a lock path in use.
+// checkNotNested is called once parent has gained the child made (or
+// perhaps made: a create whose reply was lost) for lockPath: it refuses,
+// and deletes the child, if that puts it inside a lock path in use: parent
+// has lock nodes, or is a semaphore's turnstile or leases path (its
+// grandparent has exactly those two children). A parent it cannot read
+// refuses too: the rule must not pass on a cut connection. A path made
+// beside a semaphore's layout (S/x) is not refused here: the semaphore's
+// callers refuse S with ErrIncompatible, naming x (checkLayout).
 func (pm *parentMaker) checkNotNested(ctx context.Context, parent, child, lockPath string) error {
-	if name := child[len(parent)+1:]; parent == "/" || name == lockpath.Turnstile || name == lockpath.Leases {
-		return nil // the root is no lock path; a semaphore makes its layout inside its own path
+	if parent == "/" {
+		return nil // the root is no lock path
 	}
-	outer := parent
-	if !pm.isLockPath(ctx, parent) {
-		// A semaphore's turnstile or leases path is a lock path even while
-		// empty: its queue is the semaphore's.
-		base := parent[strings.LastIndexByte(parent, '/')+1:]
-		if base != lockpath.Turnstile && base != lockpath.Leases || !pm.isLockPath(ctx, parentOf(parent)) {
-			return nil
-		}
-		outer = parentOf(parent)
+	outer, err := pm.enclosingLockPath(ctx, parent, child[len(parent)+1:])
+	if err == nil && outer == "" {
+		return nil
 	}
-	c := pm.c
-	// Still empty (version 0): a failed delete leaves it to the cleaner,
-	// which was told of it if it is a container.
-	_, _ = call(ctx, c, func() (struct{}, error) { return struct{}{}, c.conn.Delete(child, 0) })
-	return fmt.Errorf("%w: %s would lie inside %s, a lock path in use (its children are its queue)", ErrNestedPath, lockPath, outer)
+	why := fmt.Errorf("%w: %s would lie inside %s, a lock path in use (its children are its queue)", ErrNestedPath, lockPath, outer)
+	if err != nil {
+		why = fmt.Errorf("zklock: cannot tell whether %s lies inside a lock path in use: %w", lockPath, err)
+	}
+	if derr := pm.removeMade(ctx, child); derr != nil {
+		return fmt.Errorf("%w; %s stays (its delete failed: %w)", why, child, derr)
+	}
+	return why
 }
 
-// isLockPath reads p's children: whether p is a lock path now. An
-// unreadable p is no proof of one (the listing rule covers a late one).
-func (pm *parentMaker) isLockPath(ctx context.Context, p string) bool {
+// enclosingLockPath returns the lock path in use that a child name of
+// parent would lie inside, or "".
+func (pm *parentMaker) enclosingLockPath(ctx context.Context, parent, name string) (string, error) {
+	siblings, err := pm.children(ctx, parent)
+	switch {
+	case err != nil:
+		return "", err
+	case hasLockNode(siblings):
+		return parent, nil
+	}
+	// An empty turnstile or leases path of a semaphore is its queue too; a
+	// directory that merely has that name holds other children.
+	base, grand := parent[strings.LastIndexByte(parent, '/')+1:], parentOf(parent)
+	if base != lockpath.Turnstile && base != lockpath.Leases || grand == "/" || len(siblings) > 1 {
+		return "", nil
+	}
+	layout, err := pm.children(ctx, grand)
+	if err != nil || !isLayout(layout) {
+		return "", err
+	}
+	return grand, nil // inside a semaphore's turnstile or leases path
+}
+
+// children lists p, retrying a dropped connection within ctx.
+func (pm *parentMaker) children(ctx context.Context, p string) ([]string, error) {
 	c := pm.c
-	children, err := call(ctx, c, func() ([]string, error) {
-		ch, _, err := c.conn.Children(p)
-		return ch, err
-	})
-	return err == nil && lockpath.IsLockPath(children)
+	r := c.retrier(ctx, nil)
+	for {
+		ch, err := call(ctx, c, func() ([]string, error) {
+			ch, _, err := c.conn.Children(p)
+			return ch, err
+		})
+		if classify(err) != errConnection {
+			return ch, err
+		}
+		if werr := r.wait(); werr != nil {
+			return nil, err
+		}
+	}
+}
+
+// removeMade deletes a child this call made and found nested, while it is
+// still empty (version 0), retrying a dropped connection for the cleanup
+// timeout. A child that is gone, or that someone gave a child or data
+// meanwhile, is left to its users.
+func (pm *parentMaker) removeMade(ctx context.Context, child string) error {
+	c := pm.c
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.cleanupTimeout)
+	defer cancel()
+	r := c.retrier(ctx, nil)
+	for {
+		_, err := call(ctx, c, func() (struct{}, error) { return struct{}{}, c.conn.Delete(child, 0) })
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNotEmpty), errors.Is(err, zk.ErrBadVersion):
+			return nil
+		case classify(err) != errConnection:
+			return err
+		}
+		if werr := r.wait(); werr != nil {
+			return err
+		}
+	}
+}
+
+// hasLockNode reports whether children hold a lock node: a queue.
+func hasLockNode(children []string) bool {
+	for _, name := range children {
+		if _, ok := lockpath.Parse(name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// isLayout reports whether children are a semaphore's layout: its turnstile
+// and leases paths and nothing else.
+func isLayout(children []string) bool {
+	return len(children) == 2 && slices.Contains(children, lockpath.Turnstile) && slices.Contains(children, lockpath.Leases)
 }
 
 // parentOf returns p's parent ("/" for a top-level path).

@@ -40,7 +40,7 @@ func (pm *parentMaker) ensure(ctx context.Context, lockPath string) error {
 		p := paths[i]
 		container := c.cleaner.mayRemove(p, lockPath)
 		made, err := pm.create(ctx, p, lockPath, container, unanswered)
-		unanswered = container && classify(err) == errConnection
+		unanswered = classify(err) == errConnection
 		if made && !checked {
 			checked = true
 			if err := pm.checkNotNested(ctx, parentOf(p), p, lockPath); err != nil {
@@ -53,12 +53,12 @@ func (pm *parentMaker) ensure(ctx context.Context, lockPath string) error {
 		case classify(err) == errConnection:
 			i-- // try this one again
 		case errors.Is(err, zk.ErrNoNode):
-			i = -1 // an ancestor vanished under us (a cleaner elsewhere): start over
+			i, checked = -1, false // an ancestor vanished under us (a cleaner elsewhere): start over
 		default:
 			return err
 		}
 		if err := r.wait(); err != nil {
-			if unanswered {
+			if unanswered && container {
 				pm.settle(p, lockPath, nil, true)
 			}
 			return err
@@ -72,7 +72,7 @@ func (pm *parentMaker) ensure(ctx context.Context, lockPath string) error {
 // is remembered with its creation zxid: the cleaner deletes only what this
 // client created (cleaner.go). afterLostReply says an earlier create of p
 // lost its reply: finding p then may mean this client made it. made says
-// this call created p.
+// this call created p, or may have (found after a lost reply).
 func (pm *parentMaker) create(ctx context.Context, p, lockPath string, container, afterLostReply bool) (made bool, err error) {
 	c := pm.c
 	useContainer := container && pm.containersAvailable()
@@ -96,7 +96,7 @@ func (pm *parentMaker) create(ctx context.Context, p, lockPath string, container
 		if container && afterLostReply {
 			pm.record(ctx, p, lockPath, nil)
 		}
-		return false, nil
+		return afterLostReply, nil // after a lost reply, perhaps made by this client
 	case useContainer && (errors.Is(err, zk.ErrUnknown) || errors.Is(err, zk.ErrAPIError)):
 		// An old server: remember, and fall back to a persistent node.
 		pm.mu.Lock()
