@@ -21,7 +21,9 @@ import (
 //     (NewMultiLock);
 //   - making a lock path's missing parent refuses to put it inside a path
 //     that is a lock path then (parentMaker.ensure, checkNotNested): one
-//     read, only on the first use of a path;
+//     read of the parent (two inside a path named locks or leases), each
+//     time a path's first missing node is made: its first use, or its first
+//     after the cleaner removed it;
 //   - a path made inside P before P was first used (the nested one came
 //     first), or in the same instant as P's first node: P's waiters refuse
 //     to queue with ErrIncompatible, naming the child (readListing).

@@ -65,7 +65,9 @@
 // RunSingleton, Job, WithMaxHold, revocation (RevokeRequested never closes),
 // guarded writes (Lease.Multi and Leadership.Proclaim fail with an error
 // matching errors.ErrUnsupported), Curator, kazoo and zk.Lock on a shared
-// path, the cleaner, metrics, and what a real ZooKeeper does when a deleted
+// path, the cleaner, metrics, the rule that no lock path lies inside
+// another (zklock.ErrNestedPath: the fake grants P/x while P is held),
+// and what a real ZooKeeper does when a deleted
 // node's holder learns late: here a lost lease's Done always closes before
 // the next holder is granted; with real ZooKeeper that is guaranteed for an
 // expired session, not for a node deleted by hand. Test those against real

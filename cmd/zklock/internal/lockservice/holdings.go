@@ -93,8 +93,13 @@ func (s *Service) unreserve(caller string, n int) {
 	}
 }
 
-// tooMany answers 429 for a request of n lock nodes past the caller's bound.
+// tooMany answers 429 for a request of n lock nodes past the caller's
+// bound, or 400 for one that could never fit it.
 func (s *Service) tooMany(w http.ResponseWriter, caller string, n int) {
+	if n > s.cfg.MaxHolds {
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("permits %d is more than the %d locks --max-holds lets a caller hold: the request could never be granted", n, s.cfg.MaxHolds))
+		return
+	}
 	if n > 1 {
 		writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("caller %s may hold, wait for or watch %d locks at most, and k permits count k: this request for %d would take it past that", caller, s.cfg.MaxHolds, n))
 		return

@@ -17,16 +17,18 @@ import (
 func TestPermitsCountAgainstMaxHolds(t *testing.T) {
 	s := serveAsking(t, leaseSession, lockservice.Config{MaxHolds: 2})
 	p := lockPath(t)
-	require.Equal(t, "too_many", s.errorCode(t, http.StatusTooManyRequests, "POST", "/v1/lock/acquire",
-		lockservice.AcquireRequest{Path: p, Kind: "semaphore", Limit: 300, Permits: 300, Try: true}))
+	require.Equal(t, "bad_request", s.errorCode(t, http.StatusBadRequest, "POST", "/v1/lock/acquire",
+		lockservice.AcquireRequest{Path: p, Kind: "semaphore", Limit: 300, Permits: 300, Try: true}), "can never fit 2")
 	id := s.grantLease(t, "2s")
-	require.Equal(t, "too_many", s.errorCode(t, http.StatusTooManyRequests, "POST", "/v1/lease/acquire",
+	require.Equal(t, "bad_request", s.errorCode(t, http.StatusBadRequest, "POST", "/v1/lease/acquire",
 		lockservice.LeaseAcquireRequest{Lease: id, Path: p, Kind: "semaphore", Limit: 300, Permits: 3, Try: true}))
 	require.Empty(t, contenders(t, s.client, p), "nothing was taken")
 	held := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Kind: "semaphore", Limit: 300, Permits: 2, Try: true})
 	require.Equal(t, "granted", held.next(t).Event)
 	require.Equal(t, "too_many", s.errorCode(t, http.StatusTooManyRequests, "POST", "/v1/lock/acquire",
 		lockservice.AcquireRequest{Path: lockPath(t), Try: true}), "2 permits use the caller's 2")
+	require.Equal(t, "too_many", s.errorCode(t, http.StatusTooManyRequests, "POST", "/v1/lock/acquire",
+		lockservice.AcquireRequest{Path: lockPath(t), Kind: "semaphore", Limit: 5, Permits: 2, Try: true}), "2 more would not fit now")
 	held.leave(t)
 	require.Equal(t, "bad_request", s.errorCode(t, http.StatusBadRequest, "POST", "/v1/lock/acquire",
 		lockservice.AcquireRequest{Path: p, Kind: "semaphore", Limit: 1001, Try: true}))
