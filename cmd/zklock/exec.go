@@ -247,9 +247,7 @@ func runExec(fset *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		signal.Notify(sigs, s)
 	}
 	defer signal.Stop(sigs)
-	// A write to a closed stderr while zklock waits fails (EPIPE) instead of
-	// killing it (exit 141 for a timeout's 75): SIGPIPE is caught, not
-	// ignored, so the command still starts with its default disposition.
+	// Caught, not ignored: a write to a closed stderr fails (EPIPE), and the command starts with SIGPIPE's default.
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
