@@ -411,12 +411,18 @@ func (tt *torture) partitionServer(f fault) {
 	if err := tt.cluster.Heal(i); err != nil {
 		tt.t.Errorf("harness: healing server %d: %v", i+1, err)
 	}
+	tt.healthyAgain("a partition", fmt.Sprintf("server %d healed", i+1))
+}
+
+// healthyAgain waits for the ensemble to serve again after a server fault
+// (what), and notes it.
+func (tt *torture) healthyAgain(what, note string) {
 	ctx, cancel := context.WithTimeout(tt.ctx, 2*time.Minute)
 	defer cancel()
 	if err := tt.cluster.WaitHealthy(ctx); err != nil {
-		tt.t.Errorf("harness: ensemble not healthy after a partition: %v", err)
+		tt.t.Errorf("harness: ensemble not healthy after %s: %v", what, err)
 	}
-	tt.lg.note(fmt.Sprintf("server %d healed", i+1))
+	tt.lg.note(note)
 }
 
 // pauseServer freezes one server (SIGSTOP; the leader when f.server < 0)
@@ -437,12 +443,7 @@ func (tt *torture) pauseServer(f fault) {
 	if err := tt.cluster.Servers()[i].Pause(tt.ctx, d); err != nil {
 		tt.t.Errorf("harness: pausing server %d: %v", i+1, err)
 	}
-	ctx, cancel := context.WithTimeout(tt.ctx, 2*time.Minute)
-	defer cancel()
-	if err := tt.cluster.WaitHealthy(ctx); err != nil {
-		tt.t.Errorf("harness: ensemble not healthy after a pause: %v", err)
-	}
-	tt.lg.note(fmt.Sprintf("server %d thawed", i+1))
+	tt.healthyAgain("a pause", fmt.Sprintf("server %d thawed", i+1))
 }
 
 func serverIDs(servers []*zktest.Server) []int {
