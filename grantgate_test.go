@@ -19,49 +19,38 @@ type grantKind struct {
 	acquire func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error)
 }
 
+// acquireWith is the acquiring call of the Locker that mk makes.
+func acquireWith(mk func(c *zklock.Client, p string) (zklock.Locker, error)) func(context.Context, *zklock.Client, string) (*zklock.Lease, error) {
+	return func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
+		l, err := mk(c, p)
+		if err != nil {
+			return nil, err
+		}
+		return l.Acquire(ctx)
+	}
+}
+
+// rwSide is one side of an RWMutex at p.
+func rwSide(write bool) func(c *zklock.Client, p string) (zklock.Locker, error) {
+	return func(c *zklock.Client, p string) (zklock.Locker, error) {
+		rw, err := c.NewRWMutex(p)
+		if err != nil {
+			return nil, err
+		}
+		if write {
+			return rw.Writer(), nil
+		}
+		return rw.Reader(), nil
+	}
+}
+
 var grantKinds = []grantKind{
-	{"mutex", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
-		m, err := c.NewMutex(p)
-		if err != nil {
-			return nil, err
-		}
-		return m.Acquire(ctx)
-	}},
-	{"reentrant", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
-		m, err := c.NewReentrantMutex(p)
-		if err != nil {
-			return nil, err
-		}
-		return m.Acquire(ctx)
-	}},
-	{"write", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
-		rw, err := c.NewRWMutex(p)
-		if err != nil {
-			return nil, err
-		}
-		return rw.AcquireWrite(ctx)
-	}},
-	{"read", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
-		rw, err := c.NewRWMutex(p)
-		if err != nil {
-			return nil, err
-		}
-		return rw.AcquireRead(ctx)
-	}},
-	{"semaphore", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
-		s, err := c.NewSemaphore(p, 1)
-		if err != nil {
-			return nil, err
-		}
-		return s.AcquireN(ctx, 1)
-	}},
-	{"multi", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
-		ml, err := c.NewMultiLock(p)
-		if err != nil {
-			return nil, err
-		}
-		return ml.Acquire(ctx)
-	}},
+	{"mutex", acquireWith(func(c *zklock.Client, p string) (zklock.Locker, error) { return c.NewMutex(p) })},
+	{"reentrant", acquireWith(func(c *zklock.Client, p string) (zklock.Locker, error) { return c.NewReentrantMutex(p) })},
+	{"write", acquireWith(rwSide(true))},
+	{"read", acquireWith(rwSide(false))},
+	{"semaphore", acquireWith(func(c *zklock.Client, p string) (zklock.Locker, error) { return c.NewSemaphore(p, 1) })},
+	{"multi", acquireWith(func(c *zklock.Client, p string) (zklock.Locker, error) { return c.NewMultiLock(p) })},
 	{"campaign", func(ctx context.Context, c *zklock.Client, p string) (*zklock.Lease, error) {
 		e, err := c.NewElection(p)
 		if err != nil {
