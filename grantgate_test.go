@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zklock/zklock"
@@ -118,6 +119,26 @@ func TestGrantAfterStallWaitsForTheLeader(t *testing.T) {
 	}
 }
 
+// slowLinkSession is the session timeout of the slow-link tests' client.
+const slowLinkSession = 2 * time.Second
+
+// slowLinkBehindAHolder holds a lock path p and returns, beside it, a client
+// whose link to ZooKeeper is 300 ms each way (more than an eighth of its 2 s
+// session), once the proof its connect made has grown too old to trust.
+func slowLinkBehindAHolder(t *testing.T) (string, *zk.Conn, *zklock.Mutex, *zklock.Lease, *zklock.Client) {
+	t.Helper()
+	p := lockPath(t)
+	obs := observer(t)
+	holder := mustMutex(t, connect(t), p)
+	h, err := holder.Acquire(ctxTimeout(t, 5*time.Second))
+	require.NoError(t, err)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	proxy.SetDelay(slowLinkSession * 3 / 20)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(slowLinkSession))
+	eventually(t, "the connect's proof expired", func() bool { return zklock.LossDue(c) })
+	return p, obs, holder, h, c
+}
+
 // A link slower than an eighth of the session timeout each way can never
 // prove the session fresh enough to hold a lease (a proof is at least a
 // proof gap and four one-way trips old). A waiter granted over it must not
@@ -126,18 +147,7 @@ func TestGrantAfterStallWaitsForTheLeader(t *testing.T) {
 // Before this, Acquire returned a lease born lost (Done closed, Err
 // ErrLockLost) and Do ran fn on it.
 func TestGrantOverASlowLinkIsUnreachableNotADeadLease(t *testing.T) {
-	const session = 2 * time.Second
-	p := lockPath(t)
-	obs := observer(t)
-	holder := mustMutex(t, connect(t), p)
-	h, err := holder.Acquire(ctxTimeout(t, 5*time.Second))
-	require.NoError(t, err)
-
-	proxy := zktest.NewProxy(t, cluster.Addrs()...)
-	proxy.SetDelay(session * 3 / 20) // 300 ms each way
-	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(session))
-	// The connect proved the session at once: let that proof grow old.
-	eventually(t, "the connect's proof expired", func() bool { return zklock.LossDue(c) })
+	p, obs, _, h, c := slowLinkBehindAHolder(t)
 	m := mustMutex(t, c, p)
 	ran := false
 	done := make(chan error, 1)
@@ -146,7 +156,7 @@ func TestGrantOverASlowLinkIsUnreachableNotADeadLease(t *testing.T) {
 	}()
 	waitChildren(t, obs, p, 2)
 	require.NoError(t, h.Release(ctxTimeout(t, 5*time.Second)))
-	err = <-done
+	err := <-done
 	require.ErrorIs(t, err, zklock.ErrUnreachable)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.False(t, ran, "Do ran fn without a live lease")
@@ -181,17 +191,8 @@ func TestTokenOfAnEndedLeaseIsItsEnd(t *testing.T) {
 // waiter behind it is granted. Before (with the gate but no bound), the
 // waiter behind waited out its whole 15 s deadline.
 func TestGrantOverASlowLinkLetsTheQueueMove(t *testing.T) {
-	const session = 2 * time.Second
-	p := lockPath(t)
-	obs := observer(t)
-	holder := mustMutex(t, connect(t), p)
-	h, err := holder.Acquire(ctxTimeout(t, 5*time.Second))
-	require.NoError(t, err)
-
-	proxy := zktest.NewProxy(t, cluster.Addrs()...)
-	proxy.SetDelay(session * 3 / 20) // 300 ms each way
-	slow := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(session))
-	eventually(t, "the connect's proof expired", func() bool { return zklock.LossDue(slow) })
+	const session = slowLinkSession
+	p, obs, holder, h, slow := slowLinkBehindAHolder(t)
 	slowDone := make(chan error, 1)
 	go func() {
 		_, err := mustMutex(t, slow, p).Acquire(ctxTimeout(t, 20*time.Second))
