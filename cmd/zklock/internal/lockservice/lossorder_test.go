@@ -25,12 +25,16 @@ func TestLossBeforeGrantEveryKind(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		holder, waiter lockservice.AcquireRequest
+		queued         int // nodes in the queue once the waiter waits
 	}{
-		{"mutex", lockservice.AcquireRequest{}, lockservice.AcquireRequest{}},
-		{"reader then writer", lockservice.AcquireRequest{Kind: "read"}, lockservice.AcquireRequest{Kind: "write"}},
-		{"writer then reader", lockservice.AcquireRequest{Kind: "write"}, lockservice.AcquireRequest{Kind: "read"}},
-		{"semaphore", lockservice.AcquireRequest{Kind: "semaphore", Limit: 1}, lockservice.AcquireRequest{Kind: "semaphore", Limit: 1}},
-		{"semaphore 2 of 3", lockservice.AcquireRequest{Kind: "semaphore", Limit: 3, Permits: 2}, lockservice.AcquireRequest{Kind: "semaphore", Limit: 3, Permits: 2}},
+		{"mutex", lockservice.AcquireRequest{}, lockservice.AcquireRequest{}, 2},
+		{"reader then writer", lockservice.AcquireRequest{Kind: "read"}, lockservice.AcquireRequest{Kind: "write"}, 2},
+		{"writer then reader", lockservice.AcquireRequest{Kind: "write"}, lockservice.AcquireRequest{Kind: "read"}, 2},
+		{"semaphore", lockservice.AcquireRequest{Kind: "semaphore", Limit: 1}, lockservice.AcquireRequest{Kind: "semaphore", Limit: 1}, 2},
+		// The holder's two permits and the waiter's first, which waits for
+		// room for both of its own. Waiting for 2 here passed before the
+		// waiter had queued, and timed out when it queued first.
+		{"semaphore 2 of 3", lockservice.AcquireRequest{Kind: "semaphore", Limit: 3, Permits: 2}, lockservice.AcquireRequest{Kind: "semaphore", Limit: 3, Permits: 2}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := lockPath(t)
@@ -40,7 +44,7 @@ func TestLossBeforeGrantEveryKind(t *testing.T) {
 			granted := a.next(t)
 			require.Equal(t, "granted", granted.Event)
 			b := s.open(t, "/v1/lock/acquire", tc.waiter)
-			waitQueue(t, s.client, p, 2)
+			waitQueue(t, s.client, p, tc.queued)
 
 			require.NoError(t, raw.Delete(strings.Split(granted.Node, ",")[0], -1)) // k permits: k nodes, one deleted
 			bGranted := b.next(t)
