@@ -74,16 +74,8 @@ func (l *lease) forget(id string) {
 // leaseAcquire answers POST /v1/lease/acquire: one JSON object, once the
 // lock is granted (or at once with try), that names the holding by id.
 func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller string) {
-	var req LeaseAcquireRequest
-	if !decode(w, r, &req) || !s.checkPath(w, req.Path) {
-		return
-	}
-	timeout, ok := parseTimeout(w, req.Timeout, req.Try)
+	req, timeout, ok := s.decodeLeaseAcquire(w, r)
 	if !ok {
-		return
-	}
-	if !req.Try && (timeout == 0 || timeout > maxLeaseWait) {
-		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("an acquire with a lease needs try, or a timeout of at most %v (its answer is one object, with nothing to keep a proxy from cutting a long wait)", maxLeaseWait))
 		return
 	}
 	areq := AcquireRequest{Path: req.Path, Kind: req.Kind, Limit: req.Limit, Permits: req.Permits}
@@ -107,34 +99,16 @@ func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller st
 			s.unreserve(caller, weight)
 		}
 	}()
-	// The wait ends with the caller's request, the lease, the service, or
-	// the timeout.
+	// The wait, and the checks after the grant, end with the caller's
+	// request, the lease, or the service.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(l.ctx, cancel)
 	defer stop()
-	wait := ctx
-	if timeout > 0 {
-		var end context.CancelFunc
-		wait, end = context.WithTimeout(ctx, timeout)
-		defer end()
-	}
-	take := lock.Acquire
-	if req.Try {
-		take = lock.TryAcquire
-	}
 	owner := ownerName(r, caller, req.Owner, req.Host, req.PID) + " lease " + l.id[len(s.instance)+1:][:8]
-	zl, err := take(zklock.ContextWithOwner(wait, owner))
-	if err != nil {
-		if s.leaseEndedAnswer(w, l) {
-			return
-		}
-		s.acquireFailed(w, err, ctx.Err() == nil && wait.Err() != nil)
+	zl := s.leaseTake(ctx, w, l, lock, req.Try, timeout, owner)
+	if zl == nil {
 		return
-	}
-	kind := req.Kind
-	if kind == "" {
-		kind = "mutex"
 	}
 	h := newHolding(newID(), caller, req.Path, exclusive, zl)
 	h.leased, h.weight = true, weight
@@ -144,7 +118,70 @@ func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller st
 		return
 	}
 	tok, _ := zl.Token(ctx)
-	h.described = LeaseHolding{ID: h.id, Path: req.Path, Kind: kind, Node: zl.Node(), Token: tok}
+	h.described = LeaseHolding{ID: h.id, Path: req.Path, Kind: kindName(req.Kind), Node: zl.Node(), Token: tok}
+	if !s.confirmLeaseGrant(ctx, w, l, h) || !s.keepInLease(ctx, w, l, h) {
+		return
+	}
+	reserved = false // the holding's keep goroutine gives it back
+	writeJSON(w, http.StatusOK, LeaseAcquireResponse{Granted: true, ID: h.id, Lease: l.id, Path: req.Path, Node: zl.Node(), Token: tok})
+}
+
+// decodeLeaseAcquire reads a lease's acquire and its timeout; false after
+// answering 400. A wait needs a timeout of at most maxLeaseWait: its answer
+// is one object, with nothing to keep a proxy from cutting a long wait.
+func (s *Service) decodeLeaseAcquire(w http.ResponseWriter, r *http.Request) (LeaseAcquireRequest, time.Duration, bool) {
+	var req LeaseAcquireRequest
+	if !decode(w, r, &req) || !s.checkPath(w, req.Path) {
+		return req, 0, false
+	}
+	timeout, ok := parseTimeout(w, req.Timeout, req.Try)
+	if !ok {
+		return req, 0, false
+	}
+	if !req.Try && (timeout == 0 || timeout > maxLeaseWait) {
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("an acquire with a lease needs try, or a timeout of at most %v (its answer is one object, with nothing to keep a proxy from cutting a long wait)", maxLeaseWait))
+		return req, 0, false
+	}
+	return req, timeout, true
+}
+
+// leaseTake takes lock as owner (at once with try), waiting while ctx lasts
+// and at most timeout (0: no bound of its own); nil after answering why
+// not: 410 if the lease ended meanwhile, else the acquire's failure.
+func (s *Service) leaseTake(ctx context.Context, w http.ResponseWriter, l *lease, lock zklock.Locker, try bool, timeout time.Duration, owner string) *zklock.Lease {
+	wait := ctx
+	if timeout > 0 {
+		var end context.CancelFunc
+		wait, end = context.WithTimeout(ctx, timeout)
+		defer end()
+	}
+	take := lock.Acquire
+	if try {
+		take = lock.TryAcquire
+	}
+	zl, err := take(zklock.ContextWithOwner(wait, owner))
+	if err == nil {
+		return zl
+	}
+	if !s.leaseEndedAnswer(w, l) {
+		s.acquireFailed(w, err, ctx.Err() == nil && wait.Err() != nil)
+	}
+	return nil
+}
+
+// kindName is a request's kind as a holding lists it: mutex by default.
+func kindName(kind string) string {
+	if kind == "" {
+		return "mutex"
+	}
+	return kind
+}
+
+// confirmLeaseGrant checks a granted holding before the caller hears of it:
+// ZooKeeper's leader must confirm the service's session for as long as the
+// lease's TTL promises, and the lock must not be lost already. False after
+// releasing the lock and answering 503.
+func (s *Service) confirmLeaseGrant(ctx context.Context, w http.ResponseWriter, l *lease, h *holding) bool {
 	s.mu.Lock()
 	until := l.deadline
 	s.mu.Unlock()
@@ -152,35 +189,45 @@ func (s *Service) leaseAcquire(w http.ResponseWriter, r *http.Request, caller st
 	trusted := s.trustedUntil(trustCtx, []*holding{h}, until)
 	trustEnd()
 	if !trusted {
-		s.unregister(h)
-		_ = zl.Release(context.Background())
+		s.dropGrant(h)
 		writeError(w, http.StatusServiceUnavailable, "unreachable", "ZooKeeper's leader did not confirm the service's session for as long as the lease's TTL promises: the lock was released; try again")
-		return
+		return false
 	}
-	if err := s.leaseErr(zl); err != nil {
+	if err := s.leaseErr(h.lease); err != nil {
 		// Lost as it was granted (the library hands out a lease it must
 		// already presume lost, and deletes its node): answering granted
 		// would let the caller work while another holds the lock.
-		s.unregister(h)
-		_ = zl.Release(context.Background())
+		s.dropGrant(h)
 		writeError(w, http.StatusServiceUnavailable, "unreachable", lostAtGrant(err))
-		return
+		return false
 	}
+	return true
+}
+
+// keepInLease adds h to l's holdings and starts its keep goroutine, which
+// from then on owns h's reservation; false after releasing the lock and
+// answering 410 if the lease ended, or the caller left, as it was granted.
+func (s *Service) keepInLease(ctx context.Context, w http.ResponseWriter, l *lease, h *holding) bool {
 	s.mu.Lock()
-	if l.ended != nil || ctx.Err() != nil { // the lease ended, or the caller left, as it was granted
+	if l.ended != nil || ctx.Err() != nil {
 		s.mu.Unlock()
-		s.unregister(h)
-		_ = zl.Release(context.Background())
+		s.dropGrant(h)
 		s.leaseEndedAnswer(w, l)
-		return
+		return false
 	}
 	l.holdings[h.id] = h
 	l.order = append(l.order, h.id)
 	s.bg.Add(1)
 	s.mu.Unlock()
-	reserved = false // the holding's goroutine gives it back
 	go s.keep(l, h)
-	writeJSON(w, http.StatusOK, LeaseAcquireResponse{Granted: true, ID: h.id, Lease: l.id, Path: req.Path, Node: zl.Node(), Token: tok})
+	return true
+}
+
+// dropGrant undoes a grant the caller will not hear of: the service forgets
+// the holding, and its lock is released.
+func (s *Service) dropGrant(h *holding) {
+	s.unregister(h)
+	_ = h.lease.Release(context.Background())
 }
 
 // writeEnded answers 410 for lease id, ended as e says.
