@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zklock/zklock"
 )
 
@@ -256,15 +254,7 @@ func (s *Service) waitFor(ctx, wait context.Context, w http.ResponseWriter, id s
 // holding ends, then how it ended; then it closes h.ended.
 func (s *Service) stream(ctx context.Context, w http.ResponseWriter, h *holding, first string) {
 	defer close(h.ended)
-	if err := s.leaseErr(h.lease); err != nil { // lost as it was granted: never say granted
-		h.endErr = err
-		s.emit(w, Event{Event: "failed", ID: h.id, Path: h.path, Code: "unreachable", Reason: lostAtGrant(err)})
-		_ = s.releaseLease(h)
-		return
-	}
-	tok, _ := h.lease.Token(ctx) // no I/O on a client made by Connect
-	if !s.emit(w, Event{Event: first, ID: h.id, Path: h.path, Node: h.lease.Node(), Token: tok}) {
-		h.endErr = s.releaseLease(h)
+	if !s.sayGranted(ctx, w, h, first) {
 		return
 	}
 	tick := time.NewTicker(s.cfg.Heartbeat)
@@ -303,6 +293,30 @@ wait:
 		}
 	}
 	s.endedBy(h)
+	s.sayEnded(w, h)
+}
+
+// sayGranted writes the grant's line (first: "granted" or "elected"); false
+// after ending h, when it was lost as it was granted (the stream then says
+// failed, never granted) or the caller cannot be written to.
+func (s *Service) sayGranted(ctx context.Context, w http.ResponseWriter, h *holding, first string) bool {
+	if err := s.leaseErr(h.lease); err != nil {
+		h.endErr = err
+		s.emit(w, Event{Event: "failed", ID: h.id, Path: h.path, Code: "unreachable", Reason: lostAtGrant(err)})
+		_ = s.releaseLease(h)
+		return false
+	}
+	tok, _ := h.lease.Token(ctx) // no I/O on a client made by Connect
+	if !s.emit(w, Event{Event: first, ID: h.id, Path: h.path, Node: h.lease.Node(), Token: tok}) {
+		h.endErr = s.releaseLease(h)
+		return false
+	}
+	return true
+}
+
+// sayEnded writes the stream's last line once h has ended: released, or
+// lost and why.
+func (s *Service) sayEnded(w http.ResponseWriter, h *holding) {
 	ev := Event{Event: "released", ID: h.id, Path: h.path}
 	if h.endErr != nil {
 		ev.Event, ev.Reason = "lost", reason(h.endErr)
@@ -350,49 +364,4 @@ func (s *Service) emit(w http.ResponseWriter, ev Event) bool {
 		return false
 	}
 	return rc.Flush() == nil
-}
-
-// reason is a loss as the stream says it.
-// lostAtGrant says why a lock lost as it was granted is not held.
-func lostAtGrant(err error) string {
-	return "the lock was lost as it was granted (" + reason(err) + "): it is not held; try again"
-}
-
-func reason(err error) string {
-	switch {
-	case errors.Is(err, zk.ErrSessionExpired):
-		return "session expired: " + err.Error()
-	case errors.Is(err, zklock.ErrClosed):
-		return "the service's ZooKeeper client closed"
-	}
-	return err.Error()
-}
-
-// acquireFailed answers a failed acquire; timedOut: the request's timeout
-// passed.
-func (s *Service) acquireFailed(w http.ResponseWriter, err error, timedOut bool) {
-	status, code, msg := s.failure(err, timedOut)
-	writeError(w, status, code, msg)
-}
-
-// failure is how a failed acquire is answered: the status, the code and the
-// message.
-func (s *Service) failure(err error, timedOut bool) (int, string, string) {
-	switch {
-	case errors.Is(err, zklock.ErrUnreachable):
-		return http.StatusServiceUnavailable, "unreachable", err.Error()
-	case errors.Is(err, zklock.ErrLocked):
-		return http.StatusConflict, "locked", err.Error()
-	case timedOut:
-		return http.StatusRequestTimeout, "timeout", "timeout passed while others held the lock: " + err.Error()
-	case errors.Is(err, zklock.ErrIncompatible), errors.Is(err, zklock.ErrLimitMismatch):
-		return http.StatusConflict, "incompatible", err.Error()
-	case errors.Is(err, zklock.ErrNestedPath):
-		return http.StatusConflict, "nested_path", err.Error()
-	case errors.Is(err, zk.ErrNoAuth):
-		return http.StatusForbidden, "zookeeper_refused", err.Error()
-	case s.ctx.Err() != nil:
-		return http.StatusServiceUnavailable, "closing", "the service is stopping"
-	}
-	return http.StatusInternalServerError, "failed", err.Error()
 }
