@@ -31,6 +31,7 @@ func connectChroot(t testing.TB, addrs []string, chroot string, opts ...zklock.O
 // each other and hand the lock over both ways (a watch event's path comes
 // back without the chroot).
 func TestChrootSharesTheTree(t *testing.T) {
+	t.Parallel()
 	root := chrootOf(t)
 	ch := connectChroot(t, cluster.Addrs(), root) // creates root and its ancestors
 	plain := connect(t)
@@ -102,6 +103,7 @@ func TestChrootSharesTheTree(t *testing.T) {
 // The requests zklock does not make go through the chroot too: a multi's
 // creates come back without it, an exists and a get see the chroot's nodes.
 func TestChrootRawRequests(t *testing.T) {
+	t.Parallel()
 	root := chrootOf(t)
 	ch := connectChroot(t, cluster.Addrs(), root)
 	obs := observer(t)
@@ -150,6 +152,7 @@ func TestChrootRawRequests(t *testing.T) {
 // A waiter's watch survives a reconnect through the chroot: go-zookeeper
 // restores it with setWatches, whose paths get the chroot too.
 func TestChrootWatchRestoredAfterReconnect(t *testing.T) {
+	t.Parallel()
 	root := chrootOf(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	ch := connectChroot(t, []string{proxy.Addr()}, root)
@@ -182,6 +185,7 @@ func TestChrootWatchRestoredAfterReconnect(t *testing.T) {
 // A missing chroot is created with its ancestors; one the client may not
 // create fails Connect, naming the chroot.
 func TestChrootMissingIsCreated(t *testing.T) {
+	t.Parallel()
 	root := chrootOf(t) + "/deep/er"
 	ch := connectChroot(t, cluster.Addrs(), root)
 	obs := observer(t)
@@ -231,6 +235,7 @@ func requireSiblingUntouched(t *testing.T, obs *zk.Conn, sib string) {
 // sibling tenant's tree. Every op kind is refused with ErrInvalidPath,
 // nothing is sent, and the lease still holds.
 func TestChrootGuardedWriteCannotReachSibling(t *testing.T) {
+	t.Parallel()
 	root := chrootOf(t)
 	ch := connectChroot(t, cluster.Addrs(), root)
 	obs := observer(t)
@@ -275,6 +280,7 @@ func TestChrootGuardedWriteCannotReachSibling(t *testing.T) {
 // raw multi through Client.Conn, which go-zookeeper does not check, cannot
 // reach the sibling either; the client reconnects and goes on.
 func TestChrootRawMultiCannotReachSibling(t *testing.T) {
+	t.Parallel()
 	root := chrootOf(t)
 	ch := connectChroot(t, cluster.Addrs(), root)
 	obs := observer(t)

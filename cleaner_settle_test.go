@@ -63,6 +63,7 @@ func ensureUntilCreated(t *testing.T, c *zklock.Client, proxy *zktest.Proxy, obs
 }
 
 func TestCleanerRemovesAncestorCreatedAfterCallerGaveUp(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	c, proxy, obs, top := settleSetup(t, rec)
 	done := ensureUntilCreated(t, c, proxy, obs, top, 300*time.Millisecond)
@@ -74,6 +75,7 @@ func TestCleanerRemovesAncestorCreatedAfterCallerGaveUp(t *testing.T) {
 }
 
 func TestCleanerRemovesAncestorWhoseCreateReplyWasLost(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	c, proxy, obs, top := settleSetup(t, rec)
 	done := ensureUntilCreated(t, c, proxy, obs, top, 300*time.Millisecond)
@@ -86,6 +88,7 @@ func TestCleanerRemovesAncestorWhoseCreateReplyWasLost(t *testing.T) {
 }
 
 func TestCleanerRemovesAncestorFoundAfterLostReply(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	c, proxy, obs, top := settleSetup(t, rec)
 	done := ensureUntilCreated(t, c, proxy, obs, top, 30*time.Second)
@@ -101,6 +104,7 @@ func TestCleanerRemovesAncestorFoundAfterLostReply(t *testing.T) {
 }
 
 func TestCleanerRemovesAncestorWhenRetryAfterLostReplyIsAbandoned(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	c, proxy, obs, top := settleSetup(t, rec)
 	done := ensureUntilCreated(t, c, proxy, obs, top, 3*time.Second)
@@ -116,6 +120,7 @@ func TestCleanerRemovesAncestorWhenRetryAfterLostReplyIsAbandoned(t *testing.T) 
 // work before the cleaner's last run: an ancestor whose create's reply
 // comes after Close began is cleaned by the goroutine that hears it.
 func TestCleanerRemovesAncestorCreatedWhileClosing(t *testing.T) {
+	t.Parallel()
 	obs := observer(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	conn, events := rawConn(t, []string{proxy.Addr()}, testSession)

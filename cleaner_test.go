@@ -27,6 +27,7 @@ func cleanRoot(t *testing.T, obs *zk.Conn) string {
 }
 
 func TestCleanerRemovesEmptyPathsBelowRoot(t *testing.T) {
+	t.Parallel()
 	obs := observer(t)
 	root := cleanRoot(t, obs) + "/a"
 	c := connect(t, zklock.WithCleanupRoot(root), zklock.WithCleanupDelay(100*time.Millisecond))
@@ -43,6 +44,7 @@ func TestCleanerRemovesEmptyPathsBelowRoot(t *testing.T) {
 }
 
 func TestCleanerKeepsPathsInUse(t *testing.T) {
+	t.Parallel()
 	obs := observer(t)
 	root := cleanRoot(t, obs) + "/a"
 	c := connect(t, zklock.WithCleanupRoot(root), zklock.WithCleanupDelay(50*time.Millisecond))
@@ -80,6 +82,7 @@ func TestCleanerKeepsPathsInUse(t *testing.T) {
 // client created and used last is left to the server, which removes empty
 // containers: this test runs its own server with a short container check.
 func TestCleanerUnderContentionNeverFailsAWaiter(t *testing.T) {
+	t.Parallel()
 	zc := zktest.Start(t, zktest.WithContainerCheck(100*time.Millisecond))
 	obs := zktest.Connect(t, zc.Addrs(), testSession).Conn
 	root := cleanRoot(t, obs)
@@ -136,6 +139,7 @@ func TestCleanerUnderContentionNeverFailsAWaiter(t *testing.T) {
 // zklock creates paths with empty data, not null (kazoo's Semaphore reads a
 // path's data).
 func TestCleanerLeavesPathsItDidNotCreate(t *testing.T) {
+	t.Parallel()
 	obs := observer(t)
 	root := cleanRoot(t, obs)
 	theirs, mine := root+"/theirs", root+"/mine"
@@ -159,6 +163,7 @@ func TestCleanerLeavesPathsItDidNotCreate(t *testing.T) {
 }
 
 func TestTokenGrowsAcrossPathRecreation(t *testing.T) {
+	t.Parallel()
 	obs := observer(t)
 	root := cleanRoot(t, obs)
 	p := root + "/lock"
@@ -180,6 +185,7 @@ func TestTokenGrowsAcrossPathRecreation(t *testing.T) {
 // cleaner runs, the server removes them. This needs its own server with a
 // short container check interval.
 func TestContainersRemovedByServerWithoutCleaner(t *testing.T) {
+	t.Parallel()
 	zc := zktest.Start(t, zktest.WithContainerCheck(100*time.Millisecond))
 	ctx := ctxTimeout(t, 30*time.Second)
 	c, err := zklock.Connect(ctx, zc.Addrs(), zklock.WithCleanupDelay(0), zklock.WithSessionTimeout(testSession))
@@ -202,6 +208,7 @@ func TestContainersRemovedByServerWithoutCleaner(t *testing.T) {
 // and everything above it stay. A sentinel lock path outside the root,
 // released after it, tells when the root's cleanup has had its turn.
 func TestCleanerNeverRemovesItsRoot(t *testing.T) {
+	t.Parallel()
 	obs := observer(t)
 	root := cleanRoot(t, obs) + "/a"
 	sentinel := root + "-sentinel"

@@ -66,6 +66,7 @@ func garbageServer(t *testing.T) string {
 // answers (go-zookeeper alone waits ten times its receive timeout), and
 // against one that answers something other than ZooKeeper.
 func TestConnectIsBoundedByItsDeadline(t *testing.T) {
+	t.Parallel()
 	servers := map[string]string{"silent": silentServer(t), "http": garbageServer(t)}
 	for name, addr := range servers {
 		t.Run(name, func(t *testing.T) {
@@ -86,6 +87,7 @@ func TestConnectIsBoundedByItsDeadline(t *testing.T) {
 // Close is bounded while go-zookeeper sits in a handshake with a server that
 // accepted the connection and does not answer.
 func TestCloseIsBoundedMidHandshake(t *testing.T) {
+	t.Parallel()
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	const cleanup = 500 * time.Millisecond
 	var states = make(chan zk.State, 100)
@@ -115,6 +117,7 @@ func TestCloseIsBoundedMidHandshake(t *testing.T) {
 // a slow one, which makes go-zookeeper drop events when its 6-slot channel is
 // full), the old leases end and a new session is used.
 func TestSlowEventHandlerDoesNotHideTheSession(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Second
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	var stuck atomic.Bool
@@ -184,6 +187,7 @@ func TestCallerClosingConnectionEndsWaits(t *testing.T) {
 // Close is bounded even when the server cannot be reached: what it cannot
 // delete in time goes with the session it closes.
 func TestCloseIsBoundedDuringPartition(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)

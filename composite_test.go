@@ -18,6 +18,7 @@ import (
 // refused part stays held and watched, Done stays open, and Release can be
 // tried again until it succeeds.
 func TestMultiLockRefusedPartReleaseKeepsTheLeaseRetryable(t *testing.T) {
+	t.Parallel()
 	locked, obs := noDeletePath(t)
 	free := lockPath(t)
 	c := connect(t, zklock.WithCleanupDelay(0))
@@ -47,6 +48,7 @@ func TestMultiLockRefusedPartReleaseKeepsTheLeaseRetryable(t *testing.T) {
 
 // A MultiLock's lease that Close ended is not released by the caller.
 func TestMultiLockReleaseAfterCloseIsNotHeld(t *testing.T) {
+	t.Parallel()
 	c := connect(t)
 	l, err := multiOn(t, c, lockPath(t), lockPath(t)).Acquire(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
@@ -57,6 +59,7 @@ func TestMultiLockReleaseAfterCloseIsNotHeld(t *testing.T) {
 // A semaphore whose turnstile delete is refused says so, naming the node,
 // and leaves no lease behind.
 func TestSemaphoreRefusedTurnstileDeleteIsReported(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	require.NoError(t, obs.AddAuth("digest", []byte("admin:secret")))
@@ -75,6 +78,7 @@ func TestSemaphoreRefusedTurnstileDeleteIsReported(t *testing.T) {
 // A semaphore waiter that does not re-queue learns of its session's expiry
 // as such, not as a deletion by someone else.
 func TestSemaphoreWaiterWithoutRequeueSeesTheExpiry(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	held, err := semOn(t, p, 1).Acquire(ctxTimeout(t, 10*time.Second))
@@ -98,6 +102,7 @@ func TestSemaphoreWaiterWithoutRequeueSeesTheExpiry(t *testing.T) {
 // changes nothing for that waiter: its lease keeps its place, the client
 // that takes the turnstile next queues behind it, and at most N hold.
 func TestSemaphoreTurnstileDeletedWhileWaitingKeepsTheOrder(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	held, err := semOn(t, p, 1).Acquire(ctxTimeout(t, 10*time.Second))
@@ -131,6 +136,7 @@ func TestSemaphoreTurnstileDeletedWhileWaitingKeepsTheOrder(t *testing.T) {
 // turnstile lost, but the session survives and so does the waiter's place:
 // it is served with the lease node it queued before the stall.
 func TestSemaphoreWaiterKeepsItsPlaceThroughAStallItsSessionSurvives(t *testing.T) {
+	t.Parallel()
 	const session = 2 * time.Second
 	p := lockPath(t)
 	obs := observer(t)

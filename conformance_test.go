@@ -59,6 +59,7 @@ func (z zkClient) Close() error { return z.c.Close() }
 // against real ZooKeeper: every behaviour the fake claims holds here too
 // (zklocktest's TestConformance runs the same suite against the fake).
 func TestConformanceZooKeeper(t *testing.T) {
+	t.Parallel()
 	obs := observer(t)
 	conformance.Run(t, conformance.Harness{
 		NewClient: func(t *testing.T) conformance.Client {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestContendersListsQueueInOrder(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	holderClient := connect(t)

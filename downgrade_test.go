@@ -232,6 +232,7 @@ func TestRWMutexDowngradeWithWaitersOfBothLibraries(t *testing.T) {
 // the reader keeps the writer's token (issue 39; before, "writer 4800,
 // downgraded reader 4803, next writer 4802").
 func TestRWMutexDowngradedReaderKeepsTheWritersToken(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	rw := rwOn(t, p)
@@ -277,6 +278,7 @@ func TestRWMutexDowngradeCost(t *testing.T) {
 // Only a write lease of this RWMutex with Curator's names downgrades; the
 // others are refused, and nothing changes.
 func TestRWMutexDowngradeRefusals(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	c := connect(t)
@@ -318,6 +320,7 @@ func TestRWMutexDowngradeRefusals(t *testing.T) {
 // A writer whose node is gone, unbeknown to it, makes no reader: the
 // transaction's check fails, and the downgrade reports the loss.
 func TestRWMutexDowngradeOfALostWriterMakesNoReader(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	rw := rwOn(t, p, zklock.WithOwnNodeWatch(false)) // so the deletion goes unseen
@@ -336,6 +339,7 @@ func TestRWMutexDowngradeOfALostWriterMakesNoReader(t *testing.T) {
 // A downgrade whose reply is lost (the connection cut after the server made
 // the reader) finds its reader by the GUID: one reader, the writer gone.
 func TestRWMutexDowngradeLostReplyAdoptsTheReader(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
@@ -364,6 +368,7 @@ func TestRWMutexDowngradeLostReplyAdoptsTheReader(t *testing.T) {
 // A downgrade whose ctx ends while its transaction is out keeps the write
 // lease, and its reader, made after all, is removed once the reply comes.
 func TestRWMutexDowngradeGivenUpKeepsTheWriterAndNoReader(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
@@ -397,6 +402,7 @@ func TestRWMutexDowngradeGivenUpKeepsTheWriterAndNoReader(t *testing.T) {
 // read lease with that error: the write lease is still held, and releasing
 // it, were the ACL lifted, finishes the downgrade.
 func TestRWMutexDowngradeRefusedWriterDeleteKeepsBoth(t *testing.T) {
+	t.Parallel()
 	p, obs := noDeletePath(t)
 	rw, err := connect(t, zklock.WithCleanupDelay(0)).NewRWMutex(p)
 	require.NoError(t, err)

@@ -37,6 +37,7 @@ func next(t *testing.T, ch <-chan zklock.Leader) zklock.Leader {
 // the first resigns, and nobody again; the observer sees each change once,
 // in that order.
 func TestElectionLeaderObserveProclaimResign(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	watcher := mustElection(t, connect(t), p)
@@ -91,6 +92,7 @@ func TestElectionLeaderObserveProclaimResign(t *testing.T) {
 
 // The observer's channel is closed when its ctx ends, and at Close.
 func TestElectionObserveEnds(t *testing.T) {
+	t.Parallel()
 	c := connect(t)
 	e := mustElection(t, c, lockPath(t))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -159,6 +161,7 @@ func TestGuardRevokeRequestCost(t *testing.T) {
 // RunSingleton publishes its value: who runs the job, and where, is one
 // Leader call on its path.
 func TestRunSingletonPublishesItsValue(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	running := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -181,6 +184,7 @@ func TestRunSingletonPublishesItsValue(t *testing.T) {
 
 // Bad input to NewElection is refused without I/O.
 func TestElectionBadPath(t *testing.T) {
+	t.Parallel()
 	_, err := connect(t).NewElection("leader/")
 	require.ErrorIs(t, err, zklock.ErrInvalidPath)
 }
@@ -190,6 +194,7 @@ func TestElectionBadPath(t *testing.T) {
 // context.Background(); Observe's channel still closes at once when its ctx
 // ends.
 func TestBoundLeadershipCallsWhenCutOff(t *testing.T) {
+	t.Parallel()
 	const session = 2 * time.Second
 	c, proxy, l, p := stalledHolder(t, session)
 	e := mustElection(t, c, p)
@@ -220,6 +225,7 @@ func TestBoundLeadershipCallsWhenCutOff(t *testing.T) {
 // and Observe read them; a mutex-named campaign (or a Mutex) refuses the
 // path while latch nodes are there, and leaves no node behind.
 func TestElectionLatchNames(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	a, err := connect(t).NewElection(p, zklock.LatchNames())

@@ -14,6 +14,7 @@ import (
 
 // Errors name the call and the path, and still match their sentinels.
 func TestErrorsNameTheCallAndPath(t *testing.T) {
+	t.Parallel()
 	p, _, m, held := holding(t)
 	defer held.Release(context.Background())
 	_, err := m.TryAcquire(ctxTimeout(t, 5*time.Second))

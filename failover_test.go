@@ -97,6 +97,7 @@ func contend(t *testing.T, clients []*zklock.Client, p string, h *holders, stop 
 }
 
 func TestServerRestartWithHolderAndWaiters(t *testing.T) {
+	t.Parallel()
 	zc := zktest.Start(t)
 	var clients []*zklock.Client
 	for i := 0; i < 4; i++ {
@@ -125,6 +126,7 @@ func TestServerRestartWithHolderAndWaiters(t *testing.T) {
 }
 
 func TestEnsembleLeaderKilledWhileContending(t *testing.T) {
+	t.Parallel()
 	zc := zktest.Start(t, zktest.WithEnsemble(3))
 	var clients []*zklock.Client
 	for i := 0; i < 8; i++ {

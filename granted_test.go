@@ -80,6 +80,7 @@ func requireLossBeforeNextGrant(t *testing.T, proxy *zktest.Proxy, obs *zk.Conn,
 // second round is cut about 1.7 s after the first loss, so only an ask of
 // 30 s (a nap of 10 s) leaves that nap asleep past its deadline.
 func TestGrantedLossBeforeTheNextHolder(t *testing.T) {
+	t.Parallel()
 	for _, ask := range []time.Duration{zklock.DefaultSessionTimeout, 30 * time.Second} {
 		t.Run(ask.String(), func(t *testing.T) {
 			zc, proxy, c, obs := smallGrant(t, ask)
@@ -104,6 +105,7 @@ func TestGrantedLossBeforeTheNextHolder(t *testing.T) {
 // server), not of the asked one, on a client cut off right after Connect.
 // Token answers at once when the create's reply gave it, as it usually does.
 func TestGrantedBoundsWhenCutOff(t *testing.T) {
+	t.Parallel()
 	for _, call := range []struct {
 		name string
 		do   func(l *zklock.Lease) error
@@ -145,6 +147,7 @@ func TestGrantedBoundsWhenCutOff(t *testing.T) {
 // before go-zookeeper's read timeout (1.33 s), so a stall healed as soon as
 // the client reports lost keeps the connection.
 func TestGrantedReconnectedAfterLostReportedPromptly(t *testing.T) {
+	t.Parallel()
 	_, proxy, c, _ := smallGrant(t, zklock.DefaultSessionTimeout, zklock.WithFollowerLag(390*time.Millisecond))
 	states := c.StateChanges(ctxTimeout(t, 30*time.Second))
 	require.Equal(t, zklock.StateConnected, nextState(t, states))
@@ -161,6 +164,7 @@ func TestGrantedReconnectedAfterLostReportedPromptly(t *testing.T) {
 // SessionTimeout is the timeout the server granted, not the one asked for;
 // on a client built by NewClient (no handshake seen) it is the one asked for.
 func TestGrantedSessionTimeout(t *testing.T) {
+	t.Parallel()
 	zc := zktest.Start(t, zktest.WithMaxSessionTimeout(grantedMax))
 	c := connectVia(t, zc.Addrs(), zklock.WithSessionTimeout(zklock.DefaultSessionTimeout))
 	require.Equal(t, grantedMax, c.SessionTimeout())

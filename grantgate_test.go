@@ -147,6 +147,7 @@ func slowLinkBehindAHolder(t *testing.T) (string, *zk.Conn, *zklock.Mutex, *zklo
 // Before this, Acquire returned a lease born lost (Done closed, Err
 // ErrLockLost) and Do ran fn on it.
 func TestGrantOverASlowLinkIsUnreachableNotADeadLease(t *testing.T) {
+	t.Parallel()
 	p, obs, _, h, c := slowLinkBehindAHolder(t)
 	m := mustMutex(t, c, p)
 	ran := false
@@ -167,6 +168,7 @@ func TestGrantOverASlowLinkIsUnreachableNotADeadLease(t *testing.T) {
 // not the number (before this it returned the create's zxid with a nil
 // error on a lost or released lease).
 func TestTokenOfAnEndedLeaseIsItsEnd(t *testing.T) {
+	t.Parallel()
 	_, obs, m, l := holding(t)
 	_, err := l.Token(ctxTimeout(t, 5*time.Second))
 	require.NoError(t, err)
@@ -191,6 +193,7 @@ func TestTokenOfAnEndedLeaseIsItsEnd(t *testing.T) {
 // waiter behind it is granted. Before (with the gate but no bound), the
 // waiter behind waited out its whole 15 s deadline.
 func TestGrantOverASlowLinkLetsTheQueueMove(t *testing.T) {
+	t.Parallel()
 	const session = slowLinkSession
 	p, obs, holder, h, slow := slowLinkBehindAHolder(t)
 	slowDone := make(chan error, 1)

@@ -33,6 +33,7 @@ func dataOf(t *testing.T, obs *zk.Conn, node string) string {
 // (a version that does not match) leaves the lease held and the data as it
 // was, with ZooKeeper's error.
 func TestGuardedWriteWhileHeld(t *testing.T) {
+	t.Parallel()
 	p, obs, _, l := holding(t)
 	node := dataNode(t, obs, p)
 	res, err := l.Multi(ctxTimeout(t, 5*time.Second), &zk.SetDataRequest{Path: node, Data: []byte("v1"), Version: 0})
@@ -52,6 +53,7 @@ func TestGuardedWriteWhileHeld(t *testing.T) {
 // ZooKeeper. The proxy holds the write until the delete has happened; the
 // write is refused, the data unchanged, and the lease ends with the loss.
 func TestGuardedWriteRefusedAfterNodeDeleted(t *testing.T) {
+	t.Parallel()
 	_, proxy, l, p := stalledHolder(t, 4*time.Second)
 	obs := observer(t)
 	node := dataNode(t, obs, p)
@@ -82,6 +84,7 @@ func TestGuardedWriteRefusedAfterNodeDeleted(t *testing.T) {
 // unchanged once the connection heals: the check fails on the expired
 // session's node.
 func TestGuardedWriteNeverLandsAfterSessionExpiry(t *testing.T) {
+	t.Parallel()
 	const session = 2 * time.Second
 	_, proxy, l, p := stalledHolder(t, session)
 	obs := observer(t)
@@ -108,6 +111,7 @@ func TestGuardedWriteNeverLandsAfterSessionExpiry(t *testing.T) {
 
 // A MultiLock lease guards with every part.
 func TestGuardedWriteMultiLock(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	ml, err := connect(t).NewMultiLock(p+"/a", p+"/b")

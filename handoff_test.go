@@ -19,6 +19,7 @@ import (
 // zxid as the server reports it, under concurrency: four clients, each with
 // writers of its own, on two paths, every create racing others' writes.
 func TestTokenFromTheCreateReplyIsTheCzxid(t *testing.T) {
+	t.Parallel()
 	obs := observer(t)
 	paths := []string{lockPath(t), lockPath(t)}
 	var wg sync.WaitGroup
@@ -54,6 +55,7 @@ func TestTokenFromTheCreateReplyIsTheCzxid(t *testing.T) {
 // confirmed to the waiter holding is one one-way trip (the watch event), not
 // two more (a read of the waiter's own node).
 func TestHandOffNeedsNoRoundTripAfterTheRelease(t *testing.T) {
+	t.Parallel()
 	const oneWay = 20 * time.Millisecond
 	p := lockPath(t)
 	obs := observer(t)

@@ -17,6 +17,7 @@ import (
 // the holder's lease (Done, Err, fn's context) before its node goes, and the
 // waiter must be granted only once the holder's node is gone.
 func TestHoldLimitEndsAStuckHolderBeforeTheNextHolds(t *testing.T) {
+	t.Parallel()
 	const limit = 400 * time.Millisecond
 	p := lockPath(t)
 	obs := observer(t)
@@ -75,6 +76,7 @@ func TestHoldLimitEndsAStuckHolderBeforeTheNextHolds(t *testing.T) {
 // A lease released before the limit is not touched by it afterwards, and a
 // RunSingleton whose fn is stuck campaigns again after the limit.
 func TestHoldLimitRunSingletonCampaignsAgain(t *testing.T) {
+	t.Parallel()
 	const limit = 300 * time.Millisecond
 	p := lockPath(t)
 	c := connect(t, zklock.WithMaxHold(limit))
@@ -102,6 +104,7 @@ func TestHoldLimitRunSingletonCampaignsAgain(t *testing.T) {
 }
 
 func TestWithMaxHoldRefusesNonPositive(t *testing.T) {
+	t.Parallel()
 	_, err := zklock.Connect(context.Background(), []string{"127.0.0.1:1"}, zklock.WithMaxHold(0))
 	require.ErrorIs(t, err, zklock.ErrInvalidOption)
 }
@@ -110,6 +113,7 @@ func TestWithMaxHoldRefusesNonPositive(t *testing.T) {
 // grant plus the limit, not at the downgrade plus the limit, and its record
 // publishes only what was left of the limit, for a waiter that breaks it.
 func TestHoldLimitRunsFromTheWritersGrantThroughADowngrade(t *testing.T) {
+	t.Parallel()
 	const (
 		limit = 1500 * time.Millisecond
 		first = time.Second // held as a writer before the downgrade

@@ -124,6 +124,7 @@ func TestPureCalendarRefusesBadUnitsAndOffsets(t *testing.T) {
 // naming the calendar; a job on the same path with another schedule sees
 // the run by its start.
 func TestCalendarJobRunsOnceAndRecordsItsCalendar(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	c := connect(t)
 	cal := zklock.Calendar{Unit: zklock.Day, At: 0, Location: berlin(t)}

@@ -17,6 +17,7 @@ import (
 // while it still holds the lock (a moment before the limit): the next start
 // in the period sees "failed (hold-limit)", not "no end recorded".
 func TestJobHoldLimitEndIsRecorded(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	c := connect(t, zklock.WithMaxHold(600*time.Millisecond))
 	j, err := c.NewJob(p, time.Hour)
@@ -43,6 +44,7 @@ func TestJobHoldLimitEndIsRecorded(t *testing.T) {
 // A run that ends in time with a hold limit records its own end over
 // nothing: the limit's record is never written.
 func TestJobHoldLimitNotReachedRecordsTheTrueEnd(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	c := connect(t, zklock.WithMaxHold(time.Minute))
 	j, err := c.NewJob(p, time.Hour)
@@ -58,6 +60,7 @@ func TestJobHoldLimitNotReachedRecordsTheTrueEnd(t *testing.T) {
 // record is still its start, and the write checked against that version
 // lands.
 func TestJobLostRunRecordsItsEndWhileTheRecordIsItsOwn(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	c := connect(t)
@@ -82,6 +85,7 @@ func TestJobLostRunRecordsItsEndWhileTheRecordIsItsOwn(t *testing.T) {
 // A lost runner whose record someone else wrote since (another start
 // checked the period) leaves that record alone.
 func TestJobLostRunLeavesANewerRecord(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	a, b := connect(t), connect(t)
@@ -109,6 +113,7 @@ func TestJobLostRunLeavesANewerRecord(t *testing.T) {
 // write the record back to read the server's clock (they used to move the
 // end, the node's mtime, by their write).
 func TestJobEndTimeStaysPut(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	c := connect(t)
 	j, err := c.NewJob(p, time.Hour)
@@ -133,6 +138,7 @@ func TestJobEndTimeStaysPut(t *testing.T) {
 // who reset the record and when, keeps the last success, and the next
 // start runs the job in the same period.
 func TestJobReset(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	c := connect(t)
 	j, err := c.NewJob(p, time.Hour)
@@ -173,6 +179,7 @@ func TestJobReset(t *testing.T) {
 // start yet) waits for the holder's record, and reports the holder's run,
 // not the previous period's.
 func TestJobBusyReportsTheHoldersRunOnceWritten(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	a, b := connect(t), connect(t)

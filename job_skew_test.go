@@ -35,6 +35,7 @@ import (
 // wrong state leads to shows too (issue 54's fourth round: the failed
 // period run a second time by a plain start).
 func TestJobRetryAndResetNeverRunAnEarlierPeriod(t *testing.T) {
+	t.Parallel()
 	const period, skew, behindPhase = 20 * time.Minute, 5 * time.Minute, 15 * time.Minute
 	base := behindPhase + skew - time.Duration(time.Now().UnixMilli()%period.Milliseconds())*time.Millisecond
 	if base > period/2 {

@@ -34,6 +34,7 @@ func serverNow(t testing.TB, obs *zk.Conn, scratch string) time.Time {
 // (its slot is the server's mtime of a write, and owner records carry no
 // host time), so hosts whose clocks disagree see the same slots.
 func TestJobRunsOncePerPeriodAcrossHosts(t *testing.T) {
+	t.Parallel()
 	const hosts, periods, period = 10, 20, 2 * time.Second
 	p := lockPath(t)
 	obs := observer(t)
@@ -92,6 +93,7 @@ func TestJobRunsOncePerPeriodAcrossHosts(t *testing.T) {
 // A failed run is not run again in its period by default; RetryFailed runs
 // it again, and a success then ends the period.
 func TestJobFailedRunAndRetryFailed(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	c := connect(t)
 	plain, err := c.NewJob(p, time.Hour)
@@ -123,6 +125,7 @@ func TestJobFailedRunAndRetryFailed(t *testing.T) {
 // end: its guarded write is refused. The period counts as run (at most once)
 // unless RetryFailed, which runs it again.
 func TestJobRunnerThatDiesRecordsNoEnd(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Second
 	p := lockPath(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
@@ -159,6 +162,7 @@ func TestJobRunnerThatDiesRecordsNoEnd(t *testing.T) {
 // While one host runs the job, another's Run returns at once with ErrLocked
 // and the running record (who, since when).
 func TestJobBusyReturnsAtOnceWithTheRunningRecord(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	a, b := connect(t), connect(t)
 	ja, err := a.NewJob(p, time.Hour)
@@ -181,6 +185,7 @@ func TestJobBusyReturnsAtOnceWithTheRunningRecord(t *testing.T) {
 }
 
 func TestNewJobRefusesASubMillisecondPeriod(t *testing.T) {
+	t.Parallel()
 	c := connect(t)
 	_, err := c.NewJob(lockPath(t), time.Microsecond)
 	require.ErrorIs(t, err, zklock.ErrInvalidArgument)
@@ -192,6 +197,7 @@ func TestNewJobRefusesASubMillisecondPeriod(t *testing.T) {
 // whose clock ran ahead, or stepped back since) counts as this period's run:
 // running the earlier slot would run the later one twice.
 func TestJobRecordAheadOfTheClockIsNotRunAgain(t *testing.T) {
+	t.Parallel()
 	const period = time.Hour
 	p := lockPath(t)
 	obs := observer(t)

@@ -18,6 +18,7 @@ import (
 // a pause of the servers below 0.4 T ends no lease) instead of its pings;
 // a client that holds nothing and waits for nothing sends only its pings.
 func TestKeepAliveCost(t *testing.T) {
+	t.Parallel()
 	zc := zktest.Start(t) // a server of its own: its packet count is this test's
 	const session, window = 2 * time.Second, 6 * time.Second
 	packets := func(hold bool) int64 {
@@ -59,6 +60,7 @@ func TestKeepAliveCost(t *testing.T) {
 // sync at each rise of demand they cost 4 more (measured: 23 packets, 19
 // now).
 func TestKeepAliveBriefHoldsSendNoSync(t *testing.T) {
+	t.Parallel()
 	zc := zktest.Start(t)
 	const session = 2 * time.Second
 	// No cleaner: it would remove the path between cycles and count too.
@@ -93,10 +95,10 @@ func TestKeepAliveBriefHoldsSendNoSync(t *testing.T) {
 // pings answered a proof gap before it, and the keep-alive proves the rest
 // before the deadline. Eight clients at random phases of their pings.
 func TestKeepAliveGrantAfterQuietSpellHolds(t *testing.T) {
+	t.Parallel()
 	// 2 s: the leader's word may be 0.6 T and three round trips old between
 	// proofs, so 1 s leaves a loaded test machine 0.2 s for them.
 	const session = 2 * time.Second
-	ctx := ctxTimeout(t, time.Minute)
 	hold := func(t *testing.T, c *zklock.Client, l *zklock.Lease) {
 		select {
 		case <-l.Done():
@@ -110,7 +112,7 @@ func TestKeepAliveGrantAfterQuietSpellHolds(t *testing.T) {
 			t.Parallel()
 			c := connect(t, zklock.WithSessionTimeout(session))
 			time.Sleep(session + time.Duration(rand.Int64N(int64(session)))) // the phase is the thing varied
-			l, err := mustMutex(t, c, lockPath(t)).Acquire(ctx)
+			l, err := mustMutex(t, c, lockPath(t)).Acquire(ctxTimeout(t, time.Minute))
 			require.NoError(t, err)
 			hold(t, c, l)
 		})
@@ -118,6 +120,7 @@ func TestKeepAliveGrantAfterQuietSpellHolds(t *testing.T) {
 	t.Run("queued", func(t *testing.T) {
 		t.Parallel()
 		p := lockPath(t)
+		ctx := ctxTimeout(t, time.Minute) // the subtest's own: it may start long after its parent
 		h, w := connect(t, zklock.WithSessionTimeout(session)), connect(t, zklock.WithSessionTimeout(session))
 		first, err := mustMutex(t, h, p).Acquire(ctx)
 		require.NoError(t, err)
@@ -136,6 +139,7 @@ func TestKeepAliveGrantAfterQuietSpellHolds(t *testing.T) {
 // stops when the client is cut off, and the lease ends by it; it is in the
 // past once the lease has ended.
 func TestLeaseDeadlineFollowsTheLeadersWord(t *testing.T) {
+	t.Parallel()
 	const session = 2 * time.Second
 	_, proxy, l, _ := stalledHolder(t, session)
 	first := l.Deadline()

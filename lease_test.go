@@ -42,6 +42,7 @@ func noDeletePath(t *testing.T) (string, *zk.Conn) {
 // A Release the server refuses leaves the lease held, and still watched: a
 // later deletion of its node ends it at once.
 func TestRefusedReleaseKeepsLeaseWatched(t *testing.T) {
+	t.Parallel()
 	p, obs := noDeletePath(t)
 	m, err := connect(t, zklock.WithCleanupDelay(0)).NewMutex(p)
 	require.NoError(t, err)
@@ -68,6 +69,7 @@ func TestRefusedReleaseKeepsLeaseWatched(t *testing.T) {
 
 // A waiter that gives up and cannot delete its node says which node it left.
 func TestGiveUpNamesNodeLeftWhenDeleteRefused(t *testing.T) {
+	t.Parallel()
 	p, obs := noDeletePath(t)
 	holder, err := connect(t).NewMutex(p)
 	require.NoError(t, err)
@@ -124,6 +126,7 @@ func TestGrantAfterDropWaitsForTheSessionOnCallersConnection(t *testing.T) {
 // anyone else can be granted the lock. Both moments are read from one
 // monotonic clock in this process.
 func TestPartitionedHolderLosesLeaseBeforeAnotherAcquires(t *testing.T) {
+	t.Parallel()
 	for _, timeout := range []time.Duration{time.Second, 1500 * time.Millisecond, 2 * time.Second} {
 		t.Run(timeout.String(), func(t *testing.T) {
 			p := lockPath(t)
@@ -164,6 +167,7 @@ func TestPartitionedHolderLosesLeaseBeforeAnotherAcquires(t *testing.T) {
 }
 
 func TestLeaseLostWhenNodeDeletedBySomeoneElse(t *testing.T) {
+	t.Parallel()
 	_, obs, _, l := holding(t)
 	tokenOf(l) // the own-node watch is in place once the token is known
 	require.NoError(t, obs.Delete(l.Node(), -1))
@@ -177,6 +181,7 @@ func TestLeaseLostWhenNodeDeletedBySomeoneElse(t *testing.T) {
 }
 
 func TestShortDisconnectKeepsLease(t *testing.T) {
+	t.Parallel()
 	const timeout = 2 * time.Second
 	p := lockPath(t)
 	obs := observer(t)
@@ -209,6 +214,7 @@ func TestShortDisconnectKeepsLease(t *testing.T) {
 // the start of a round through its list: a lease whose loss window (80 % of
 // a 1 s session) is shorter than that second keeps its lock.
 func TestDroppedConnectionToOneAddressIsMadeAgainAtOnce(t *testing.T) {
+	t.Parallel()
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(time.Second))
 	l, err := mustMutex(t, c, lockPath(t)).Acquire(ctxTimeout(t, 10*time.Second))
@@ -227,6 +233,7 @@ func TestDroppedConnectionToOneAddressIsMadeAgainAtOnce(t *testing.T) {
 // the own-node watch off nothing else noticed) reports the loss, and Err
 // says the same: the critical section was not protected to the end.
 func TestReleaseOfDeletedNodeReportsTheLoss(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	m, err := connect(t, zklock.WithOwnNodeWatch(false)).NewMutex(p)

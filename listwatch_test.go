@@ -129,6 +129,7 @@ func TestListWatchedRevokeAskedWhileDisconnected(t *testing.T) {
 // A delete the server refuses leaves a listing-watched lease held and
 // watched: the deletion of its node by someone allowed to ends it.
 func TestListWatchedRefusedReleaseKeepsLeaseWatched(t *testing.T) {
+	t.Parallel()
 	p, obs := noDeletePath(t)
 	m := mustMutex(t, connect(t, zklock.WithCleanupDelay(0)), p)
 	for range 2 { // the path held at once twice: the next expects to

@@ -74,6 +74,7 @@ func (r *recorder) snapshot() recorder {
 }
 
 func TestMetricsHooks(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	rec := &recorder{}
 	c := connect(t, zklock.WithMetrics(rec), zklock.WithCleanupDelay(time.Millisecond))
@@ -111,6 +112,7 @@ func TestMetricsHooks(t *testing.T) {
 }
 
 func TestLossCause(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "", zklock.LossCause(nil))
 	assert.Equal(t, "", zklock.LossCause(zklock.ErrReleased))
 	assert.Equal(t, "connection_lost", zklock.LossCause(zklock.ErrLockLost))

@@ -18,6 +18,7 @@ import (
 // yields a, and queues again; the peer gets a, finishes, and the MultiLock
 // gets both. No deadline anywhere: without the yield both wait for ever.
 func TestMultiLockYieldsToBreakACycle(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	a, b := p+"/a", p+"/b"
 	obs := observer(t)
@@ -66,6 +67,7 @@ func TestMultiLockYieldsToBreakACycle(t *testing.T) {
 // No cycle, no yield: the MultiLock holds a and waits for b, whose holder
 // is not queued on a (another client is), for several looks of the check.
 func TestMultiLockNoYieldWithoutCycle(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	a, b := p+"/a", p+"/b"
 	rec := &recorder{}

@@ -24,6 +24,7 @@ func multiOn(t *testing.T, c *zklock.Client, paths ...string) *zklock.MultiLock 
 // concurrently: no deadlock (every Acquire returns within its deadline) and
 // never two holders of a shared path.
 func TestMultiLockOppositeOrdersNeverDeadlock(t *testing.T) {
+	t.Parallel()
 	base := lockPath(t)
 	a, b, c := base+"/a", base+"/b", base+"/c"
 	sets := [][]string{{a, b, c}, {c, b, a}, {b, c}, {c, a}}
@@ -62,6 +63,7 @@ func TestMultiLockOppositeOrdersNeverDeadlock(t *testing.T) {
 // A failure part-way (the second path is held by someone else and the
 // deadline passes) leaves nothing held or queued.
 func TestMultiLockFailurePartWayLeavesNothing(t *testing.T) {
+	t.Parallel()
 	base := lockPath(t)
 	obs := observer(t)
 	a, b := base+"/a", base+"/b"
@@ -91,6 +93,7 @@ func TestMultiLockFailurePartWayLeavesNothing(t *testing.T) {
 
 // The lease ends when any part is lost.
 func TestMultiLockLeaseEndsWithAnyPart(t *testing.T) {
+	t.Parallel()
 	base := lockPath(t)
 	obs := observer(t)
 	var paths []string
@@ -115,6 +118,7 @@ func TestMultiLockLeaseEndsWithAnyPart(t *testing.T) {
 }
 
 func TestMultiLockRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	c := connect(t)
 	_, err := c.NewMultiLock()
 	require.ErrorIs(t, err, zklock.ErrInvalidPath)
@@ -128,6 +132,7 @@ func TestMultiLockRejectsBadInput(t *testing.T) {
 // deletes its node) makes the MultiLock start over from the first path: the
 // lease it returns holds every part.
 func TestMultiLockPartLostWhileWaitingStartsOver(t *testing.T) {
+	t.Parallel()
 	base := lockPath(t)
 	obs := observer(t)
 	a, b := base+"/a", base+"/b"
@@ -161,6 +166,7 @@ func TestMultiLockPartLostWhileWaitingStartsOver(t *testing.T) {
 // WithRequeueOnExpiry(false): a part lost while the others are taken is
 // reported, not taken again.
 func TestMultiLockPartLostWithRequeueOffIsReported(t *testing.T) {
+	t.Parallel()
 	base := lockPath(t)
 	obs := observer(t)
 	a, b := base+"/a", base+"/b"
@@ -186,6 +192,7 @@ func TestMultiLockPartLostWithRequeueOffIsReported(t *testing.T) {
 // Done closes when the lease's own Release has let every part go, or as soon
 // as one part is released on its own.
 func TestMultiLockDoneAndPartReleases(t *testing.T) {
+	t.Parallel()
 	base := lockPath(t)
 	c := connect(t)
 	ml := multiOn(t, c, base+"/a", base+"/b")

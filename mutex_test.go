@@ -20,6 +20,7 @@ import (
 )
 
 func TestMutexExcludesUnderContention(t *testing.T) {
+	t.Parallel()
 	const clients, cycles = 16, 20
 	p := lockPath(t)
 	var inside, overlaps, acquired atomic.Int64
@@ -93,6 +94,7 @@ func queueWaiters(t *testing.T, obs *zk.Conn, p string, already, n int) []*waite
 }
 
 func TestMutexServesInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	p, obs, _, holder := holding(t)
 
 	// Each waiter joins only once the previous one's node is in ZooKeeper, and
@@ -158,6 +160,7 @@ func TestMutexReleaseWakesExactlyOneWaiter(t *testing.T) {
 }
 
 func TestAcquireTimeoutRemovesNodeAndQueueMoves(t *testing.T) {
+	t.Parallel()
 	p, obs, _, holder := holding(t)
 
 	timedOut := make(chan error, 1)
@@ -192,6 +195,7 @@ func TestAcquireTimeoutRemovesNodeAndQueueMoves(t *testing.T) {
 }
 
 func TestAcquireCancelRemovesNode(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	c := connect(t)
@@ -211,6 +215,7 @@ func TestAcquireCancelRemovesNode(t *testing.T) {
 }
 
 func TestTryAcquire(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	m, err := connect(t).NewMutex(p)
@@ -240,6 +245,7 @@ func TestTryAcquire(t *testing.T) {
 }
 
 func TestLeaseLifecycle(t *testing.T) {
+	t.Parallel()
 	p, obs, m, l := holding(t)
 	require.NoError(t, l.Err())
 	select {
@@ -265,6 +271,7 @@ func TestLeaseLifecycle(t *testing.T) {
 }
 
 func TestCloseEndsWaitersAndLeases(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	holderClient := connect(t)
@@ -301,6 +308,7 @@ func TestCloseEndsWaitersAndLeases(t *testing.T) {
 }
 
 func TestInvalidPaths(t *testing.T) {
+	t.Parallel()
 	c := connect(t)
 	for _, p := range []string{
 		"", "lock", "relative/lock", "/", "/locks/", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a/..",
@@ -317,6 +325,7 @@ func TestInvalidPaths(t *testing.T) {
 }
 
 func TestForeignChildrenAreRefused(t *testing.T) {
+	t.Parallel()
 	p, obs, m, l := holding(t)
 	require.NoError(t, l.Release(context.Background()))
 	_, err := obs.Create(p+"/config", []byte("x"), 0, zk.WorldACL(zk.PermAll))
@@ -330,6 +339,7 @@ func TestForeignChildrenAreRefused(t *testing.T) {
 
 // go-zookeeper's zk.Lock uses the same node names, so each side waits for the other.
 func TestInteropWithGoZookeeperLock(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	raw := observer(t)
@@ -372,6 +382,7 @@ func TestInteropWithGoZookeeperLock(t *testing.T) {
 
 // kazoo's lock nodes ("<id>__lock__<seq>") count as contenders.
 func TestKazooNodesCount(t *testing.T) {
+	t.Parallel()
 	p, obs, m, l := holding(t)
 	require.NoError(t, l.Release(context.Background()))
 	kazoo, err := obs.Create(p+"/abc123__lock__", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
@@ -385,6 +396,7 @@ func TestKazooNodesCount(t *testing.T) {
 }
 
 func TestErrorsWrapZooKeeperErrors(t *testing.T) {
+	t.Parallel()
 	// A digest ACL that the second client cannot pass.
 	p := lockPath(t)
 	acl := zk.DigestACL(zk.PermAll, "alice", "secret")
@@ -506,6 +518,7 @@ func acquireAsync(t *testing.T, m *zklock.Mutex) <-chan acquired {
 // H holds, W waits behind H, X behind W. Someone deletes W's node: X now
 // also watches H. When H leaves, only X may get the lock; W queues again.
 func TestWaiterWhoseNodeWasDeletedIsNeverGranted(t *testing.T) {
+	t.Parallel()
 	for _, watch := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ownNodeWatch=%v", watch), func(t *testing.T) {
 			p, obs, _, h := holding(t)
@@ -546,6 +559,7 @@ func TestWaiterWhoseNodeWasDeletedIsNeverGranted(t *testing.T) {
 // With re-queueing off, a waiter whose node someone deleted says so (not
 // that its session expired).
 func TestRequeueOffReportsDeletedNode(t *testing.T) {
+	t.Parallel()
 	p, obs, _, h := holding(t)
 	m, err := connect(t, zklock.WithRequeueOnExpiry(false)).NewMutex(p)
 	require.NoError(t, err)
@@ -562,6 +576,7 @@ func TestRequeueOffReportsDeletedNode(t *testing.T) {
 // A create whose reply is lost (the connection is cut after the server made
 // the node) is recovered by its GUID: no second node, and the lock works.
 func TestLostCreateReplyAdoptsTheNode(t *testing.T) {
+	t.Parallel()
 	p, obs, _, h := holding(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	m, err := connectVia(t, []string{proxy.Addr()}).NewMutex(p)
@@ -583,6 +598,7 @@ func TestLostCreateReplyAdoptsTheNode(t *testing.T) {
 // A connection reset right before Release (go-zookeeper then returns the raw
 // network error) must not leave the node blocking the queue, nor fail.
 func TestResetBeforeReleaseDoesNotBlockTheQueue(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
@@ -610,6 +626,7 @@ func TestResetBeforeReleaseDoesNotBlockTheQueue(t *testing.T) {
 // TestLockerViews checks that an RWMutex's Writer and Reader act as its
 // write and read sides.
 func TestLockerViews(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	rw, err := connect(t).NewRWMutex(p)
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 // 42fd6c9 the inner lock was granted and every later waiter of P failed
 // with ErrIncompatible while it was held.
 func TestNestedPathRefusedInsideALockPathInUse(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	holder := mustMutex(t, connect(t), p)
@@ -45,6 +46,7 @@ func TestNestedPathRefusedInsideALockPathInUse(t *testing.T) {
 // The nested path made first: P's first waiter refuses to queue, naming the
 // child, and leaves nothing behind; the inner lock is not disturbed.
 func TestNestedPathMadeFirstRefusesTheOuterLock(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	inner, err := mustMutex(t, connect(t), p+"/x").Acquire(ctxTimeout(t, 5*time.Second))
@@ -63,6 +65,7 @@ func TestNestedPathMadeFirstRefusesTheOuterLock(t *testing.T) {
 // A semaphore's turnstile and leases paths are its queue even while empty:
 // a lock inside them is refused too.
 func TestNestedPathRefusedInsideASemaphoresLayout(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	c := connect(t)
 	sem, err := c.NewSemaphore(p, 2)
@@ -83,6 +86,7 @@ func TestNestedPathRefusedInsideASemaphoresLayout(t *testing.T) {
 // and its siblings, are ordinary lock paths. A mutex's path that gains a
 // child named locks or leases is still a lock path in use.
 func TestNestedPathRuleKeepsDirectoriesNamedLikeALayout(t *testing.T) {
+	t.Parallel()
 	root := lockPath(t)
 	c := connect(t)
 	for _, p := range []string{root + "/leases/tenant-1", root + "/leases/tenant-2", root + "/other", root + "/locks/job"} {
@@ -110,6 +114,7 @@ func TestNestedPathRuleKeepsDirectoriesNamedLikeALayout(t *testing.T) {
 // the node (NodeExists) and must check it all the same (found by review:
 // the check was skipped, and the nested lock granted inside a held P).
 func TestNestedPathRefusedAfterALostReply(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	h, err := mustMutex(t, connect(t), p).Acquire(ctxTimeout(t, 5*time.Second))

@@ -83,6 +83,7 @@ func requireNodeGone(t *testing.T, obs *zk.Conn, p, node string) {
 // The connection is reset and new ones refused (a partition that the
 // client sees at once).
 func TestOutageMidWaitCutAndRefused(t *testing.T) {
+	t.Parallel()
 	p, obs, _, _ := holding(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	rec := &outcomes{}
@@ -100,6 +101,7 @@ func TestOutageMidWaitCutAndRefused(t *testing.T) {
 // The connection stalls (bytes held, nothing closed): the client hears
 // nothing for more than half the session timeout before the deadline.
 func TestOutageMidWaitStalled(t *testing.T) {
+	t.Parallel()
 	p, obs, _, _ := holding(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	rec := &outcomes{}
@@ -112,6 +114,7 @@ func TestOutageMidWaitStalled(t *testing.T) {
 
 // The server stops (a private one: the shared server serves other tests).
 func TestOutageMidWaitServerStopped(t *testing.T) {
+	t.Parallel()
 	zc := zktest.Start(t)
 	zc.SkipIfExternal(t)
 	obs := zktest.Connect(t, zc.Addrs(), testSession).Conn
@@ -131,6 +134,7 @@ func TestOutageMidWaitServerStopped(t *testing.T) {
 // The other side: with ZooKeeper answering, a deadline behind a holder is
 // contention, never an outage.
 func TestOutageNoneDeadlineIsContention(t *testing.T) {
+	t.Parallel()
 	p, _, _, _ := holding(t)
 	rec := &outcomes{}
 	c := connect(t, zklock.WithMetrics(rec))

@@ -37,6 +37,7 @@ func pausedHolder(t *testing.T, c *zklock.Client, p string, limit time.Duration)
 // timeout, and holds with a larger fencing token, which a resource that
 // checks tokens prefers to the paused holder's.
 func TestBreakOverdueHolderPastItsLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 300 * time.Millisecond
 	p := lockPath(t)
 	obs := observer(t)
@@ -59,6 +60,7 @@ func TestBreakOverdueHolderPastItsLimit(t *testing.T) {
 
 // Without WithBreakOverdue a waiter never breaks a holder, however overdue.
 func TestNoBreakWithoutOptIn(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	c := connect(t)
@@ -73,6 +75,7 @@ func TestNoBreakWithoutOptIn(t *testing.T) {
 // A running holder with a limit ends its own lease (ErrHoldLimit) before an
 // opted-in waiter would break it: its grant stamp is what the waiter reads.
 func TestRunningHolderEndsItselfBeforeBeingBroken(t *testing.T) {
+	t.Parallel()
 	const limit = 300 * time.Millisecond
 	p := lockPath(t)
 	holder := connect(t, zklock.WithMaxHold(limit))
@@ -88,6 +91,7 @@ func TestRunningHolderEndsItselfBeforeBeingBroken(t *testing.T) {
 // "No limit" spelled as the largest limit must not wrap around to a
 // deadline in the past: the running holder is never broken.
 func TestHugeMaxHoldIsNeverOverdue(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	holder := connect(t, zklock.WithMaxHold(time.Duration(math.MaxInt64)))
@@ -106,6 +110,7 @@ func TestHugeMaxHoldIsNeverOverdue(t *testing.T) {
 // A break the server refuses (the lock path's ACL without delete, for a
 // moment) is tried again: once deletes are allowed, the overdue holder goes.
 func TestOverdueBreakIsTriedAgain(t *testing.T) {
+	t.Parallel()
 	const limit = 300 * time.Millisecond
 	p := lockPath(t)
 	obs := observer(t)

@@ -76,6 +76,7 @@ func partitionCases() map[time.Duration][]partitionCase {
 }
 
 func TestPartitionedServerNeverTwoHolders(t *testing.T) {
+	t.Parallel()
 	for tick, cases := range partitionCases() {
 		t.Run(fmt.Sprintf("tick%v", tick), func(t *testing.T) {
 			zc := zktest.Start(t, zktest.WithEnsemble(3), zktest.WithTickTime(tick), zktest.WithPartitions())

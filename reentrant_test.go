@@ -60,6 +60,7 @@ func TestReentrantSameGoroutine(t *testing.T) {
 }
 
 func TestReentrantOtherGoroutineWaits(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	r, err := connect(t).NewReentrantMutex(p)
@@ -83,6 +84,7 @@ func TestReentrantOtherGoroutineWaits(t *testing.T) {
 }
 
 func TestReentrantTwoClientsSameGoroutine(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	a, err := connect(t).NewReentrantMutex(p)
 	require.NoError(t, err)
@@ -99,6 +101,7 @@ func TestReentrantTwoClientsSameGoroutine(t *testing.T) {
 }
 
 func TestReentrantExplicitOwner(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	c := connect(t)
@@ -134,6 +137,7 @@ func TestReentrantExplicitOwner(t *testing.T) {
 // that arrives while the last hold is being released must not re-enter a
 // lease whose node is being deleted: another client could take the lock.
 func TestReentrantSharedOwnerHammer(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	a, err := connect(t).NewReentrantMutex(p)
 	require.NoError(t, err)
@@ -192,6 +196,7 @@ func TestReentrantSharedOwnerHammer(t *testing.T) {
 // An owner whose first Acquire is still queued does not hold the lock: its
 // Release says ErrNotHeld, not ErrNotOwner.
 func TestReentrantReleaseWhileOwnAcquireQueued(t *testing.T) {
+	t.Parallel()
 	p, obs, _, h := holding(t)
 	r, err := connect(t).NewReentrantMutex(p)
 	require.NoError(t, err)
@@ -215,6 +220,7 @@ func TestReentrantReleaseWhileOwnAcquireQueued(t *testing.T) {
 // Lease.Release on a hold count of 2 leaves the node; the mutex's Release
 // then deletes it; a third Release, of either, is ErrNotHeld.
 func TestReentrantLeaseAndMutexAgree(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	rm, err := connect(t).NewReentrantMutex(p)
@@ -249,6 +255,7 @@ func TestReentrantLeaseAndMutexAgree(t *testing.T) {
 }
 
 func TestReentrantTryAcquire(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	c := connect(t)

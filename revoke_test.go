@@ -26,6 +26,7 @@ func revoked(l *zklock.Lease) bool {
 // A holder hears a request to release through the own-node watch it already
 // has; Contenders shows the request; the lease itself goes on.
 func TestRevokeHolderHearsTheRequest(t *testing.T) {
+	t.Parallel()
 	p, _, _, l := holding(t)
 	tokenOf(l)
 	assert.False(t, revoked(l))
@@ -53,6 +54,7 @@ func TestRevokeHolderHearsTheRequest(t *testing.T) {
 // revocable Curator holder compares byte for byte; a zklock record is
 // rewritten with its version, so a Proclaim in between is read again.
 func TestRevokeWritesCuratorsMessageIntoForeignNodes(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	c := connect(t)
@@ -67,6 +69,7 @@ func TestRevokeWritesCuratorsMessageIntoForeignNodes(t *testing.T) {
 
 // A request made while the node waits in the queue is heard once it holds.
 func TestRevokeRequestedWhileWaiting(t *testing.T) {
+	t.Parallel()
 	p, obs, _, holder := holding(t)
 	waiter := make(chan *zklock.Lease, 1)
 	go func() {
@@ -98,6 +101,7 @@ func TestRevokeRequestedWhileWaiting(t *testing.T) {
 // semaphore's limit, must never be overwritten) and a leader latch's node,
 // and says when the node is gone.
 func TestRevokeBadNodes(t *testing.T) {
+	t.Parallel()
 	p, _, _, l := holding(t)
 	c := connect(t)
 	require.ErrorIs(t, c.AskToRelease(ctxTimeout(t, 5*time.Second), p), zklock.ErrInvalidPath)
@@ -124,6 +128,7 @@ func TestRevokeBadNodes(t *testing.T) {
 
 // A MultiLock's lease hears a request to any of its parts.
 func TestRevokeMultiLockPart(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	ml, err := connect(t).NewMultiLock(p+"/a", p+"/b")
 	require.NoError(t, err)

@@ -61,6 +61,7 @@ func notYet(t *testing.T, ch <-chan acquired) {
 }
 
 func TestRWMutexReadersShare(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	var leases []*zklock.Lease
 	for range 4 {
@@ -82,6 +83,7 @@ func TestRWMutexReadersShare(t *testing.T) {
 // A writer waits for the readers ahead; readers that arrive after the writer
 // queue behind it (no starvation), and the writer's release frees them all.
 func TestRWMutexWriterIsServedBeforeLaterReaders(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	r1, err := rwOn(t, p).AcquireRead(ctxTimeout(t, 10*time.Second))
@@ -154,6 +156,7 @@ func TestRWMutexReleaseWakesExactlyWhomItFrees(t *testing.T) {
 // A reader that times out behind a writer, and a writer cancelled behind
 // readers, leave nothing behind and block nobody.
 func TestRWMutexGiveUpLeavesNothing(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	w, err := rwOn(t, p).AcquireWrite(ctxTimeout(t, 10*time.Second))
@@ -183,6 +186,7 @@ func TestRWMutexGiveUpLeavesNothing(t *testing.T) {
 
 // A reader's lease is lost like a mutex's when its node is deleted.
 func TestRWMutexReaderLeaseLoss(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	r, err := rwOn(t, p).AcquireRead(ctxTimeout(t, 10*time.Second))
@@ -205,6 +209,7 @@ func TestRWMutexReaderLeaseLoss(t *testing.T) {
 // with a mutex's: zklock refuses to mix them on one path, and leaves nothing
 // behind; the same names share.
 func TestRWMutexNamingStylesAreNotMixed(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	kz, err := connect(t).NewRWMutex(p, zklock.KazooNames())
@@ -235,6 +240,7 @@ func TestRWMutexNamingStylesAreNotMixed(t *testing.T) {
 }
 
 func TestRWMutexRejectsBadPath(t *testing.T) {
+	t.Parallel()
 	_, err := connect(t).NewRWMutex("relative")
 	require.ErrorIs(t, err, zklock.ErrInvalidPath)
 }

@@ -32,6 +32,7 @@ func free(t *testing.T, s *zklock.Semaphore) int {
 // a permit is free (no starvation of the 3), and once a holder leaves the 3
 // are taken together, then the 1.
 func TestSemaphoreThreeOfFive(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	leases, turnstile := p+"/leases", p+"/locks"
@@ -86,6 +87,7 @@ func TestSemaphoreThreeOfFive(t *testing.T) {
 // lease and no turnstile node; one that is refused at once (TryAcquireN)
 // neither.
 func TestSemaphoreAcquireNGivenUpLeavesNothing(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	h, err := semOn(t, p, 3).AcquireN(ctxTimeout(t, 10*time.Second), 2)
@@ -119,6 +121,7 @@ func TestSemaphoreAcquireNGivenUpLeavesNothing(t *testing.T) {
 // A permit's node deleted by hand ends the whole lease; its Release reports
 // the loss and frees the other permits.
 func TestSemaphoreAcquireNLosesAsAWhole(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	l, err := semOn(t, p, 4).AcquireN(ctxTimeout(t, 10*time.Second), 3)
@@ -136,6 +139,7 @@ func TestSemaphoreAcquireNLosesAsAWhole(t *testing.T) {
 }
 
 func TestSemaphoreAcquireNRefusesBadCounts(t *testing.T) {
+	t.Parallel()
 	s := semOn(t, lockPath(t), 3)
 	for _, k := range []int{0, -1, 4} {
 		_, err := s.AcquireN(ctxTimeout(t, 10*time.Second), k)
@@ -171,6 +175,7 @@ func TestSemaphoreAcquireNCost(t *testing.T) {
 // lands between the first's two: the first gives its permits back rather
 // than wait behind a caller that waits for it, and both are served.
 func TestAcquireNGivesBackWhenSomeoneCameInBetween(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	leases, turnstile := p+"/leases", p+"/locks"

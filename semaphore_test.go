@@ -27,6 +27,7 @@ func semOn(t *testing.T, p string, n int, opts ...zklock.Option) *zklock.Semapho
 // more than 3 inside at once (on this process's monotonic clock), and all 3
 // slots get used.
 func TestSemaphoreNeverMoreThanN(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	const n, workers, cycles = 3, 8, 6
 	var inside, most atomic.Int32
@@ -58,6 +59,7 @@ func TestSemaphoreNeverMoreThanN(t *testing.T) {
 // Waiters are served in arrival order: with the N slots taken, waiters
 // queued one after another get slots in that order.
 func TestSemaphoreIsFair(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	held := []*zklock.Lease{}
@@ -103,6 +105,7 @@ func TestSemaphoreIsFair(t *testing.T) {
 }
 
 func TestSemaphoreLimitMismatch(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	l, err := semOn(t, p, 2).Acquire(ctxTimeout(t, 10*time.Second))
 	require.NoError(t, err)
@@ -122,6 +125,7 @@ func TestSemaphoreLimitMismatch(t *testing.T) {
 // its slot goes to the waiter, which is granted only after the holder's Done
 // closed.
 func TestSemaphoreLostHolderFreesSlot(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Second
 	p := lockPath(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
@@ -157,6 +161,7 @@ func TestSemaphoreLostHolderFreesSlot(t *testing.T) {
 // Giving up while waiting for a slot leaves neither a lease node nor a
 // turnstile node behind.
 func TestSemaphoreGiveUpLeavesNothing(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	l, err := semOn(t, p, 1).Acquire(ctxTimeout(t, 10*time.Second))
@@ -174,6 +179,7 @@ func TestSemaphoreGiveUpLeavesNothing(t *testing.T) {
 // without the turnstile would jump that queue, and beside a Curator peer,
 // which counts leases, nobody would take the free slot.
 func TestSemaphoreWaiterRequeuesThroughTheTurnstile(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	held, err := semOn(t, p, 1).Acquire(ctxTimeout(t, 10*time.Second))

@@ -18,6 +18,7 @@ import (
 // A waiter whose session expires queues again on the new session, at the
 // back; with WithRequeueOnExpiry(false) it fails instead.
 func TestWaiterSessionExpiry(t *testing.T) {
+	t.Parallel()
 	for _, requeue := range []bool{true, false} {
 		t.Run(fmt.Sprint("requeue=", requeue), func(t *testing.T) {
 			p, obs, m, holder := holding(t)
@@ -75,6 +76,7 @@ func TestWaiterSessionExpiry(t *testing.T) {
 // caller's event channel, passes every event on, leaves the connection open
 // on Close, and presumes a lease lost as soon as the connection drops.
 func TestNewClientOnCallersConnection(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	conn, events := rawConn(t, []string{proxy.Addr()}, 4*time.Second)

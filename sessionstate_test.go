@@ -30,6 +30,7 @@ func nextState(t *testing.T, ch <-chan zklock.SessionState) zklock.SessionState 
 // learnt on reconnecting) and reconnected (the new session), and closed at
 // Close; its lease ends as it goes lost.
 func TestSessionStatesThroughAnExpiry(t *testing.T) {
+	t.Parallel()
 	const session = 2 * time.Second
 	p := lockPath(t)
 	obs := observer(t)
@@ -63,6 +64,7 @@ func TestSessionStatesThroughAnExpiry(t *testing.T) {
 // A short drop, healed within the session: suspended, then reconnected on
 // the same session, the lease held throughout.
 func TestSessionStatesShortDrop(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(4*time.Second))

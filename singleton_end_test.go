@@ -24,6 +24,7 @@ func recovered(f func()) (v any) {
 // value. Before issue 58 the lease stayed held until the client closed, and
 // the other client's TryAcquire got ErrLocked.
 func TestDoAndRunSingletonReleaseOnPanic(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		run  func(m *zklock.Mutex, fn func(context.Context) error) error
@@ -60,6 +61,7 @@ func TestDoAndRunSingletonReleaseOnPanic(t *testing.T) {
 // OnLost with it first. Before issue 58 Do returned fn's own error (nil for
 // a fn that returns nil once cancelled), and OnLost never ran.
 func TestDoAndRunSingletonCutShortByClose(t *testing.T) {
+	t.Parallel()
 	for _, fnErr := range []error{nil, context.Canceled} {
 		name := "fn returns nil"
 		if fnErr != nil {
@@ -108,6 +110,7 @@ func TestDoAndRunSingletonCutShortByClose(t *testing.T) {
 // fn that returns while it holds is fn's outcome, even if Close comes right
 // after: Do returns fn's error, and OnLost does not run.
 func TestDoAndRunSingletonReturnFnsErrorWhenHeld(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	c := connect(t)
 	m := mustMutex(t, c, lockPath(t))

@@ -15,6 +15,7 @@ import (
 )
 
 func TestDoCancelsFnOnLoss(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Second
 	p := lockPath(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
@@ -41,6 +42,7 @@ func TestDoCancelsFnOnLoss(t *testing.T) {
 }
 
 func TestRunSingletonHandsOverOnPartition(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Second
 	p := lockPath(t)
 	obs := observer(t)
@@ -109,6 +111,7 @@ func TestRunSingletonHandsOverOnPartition(t *testing.T) {
 // Do and RunSingleton hand fn its lease: the one that holds the node, with
 // its token; outside them LeaseOf is nil.
 func TestDoAndRunSingletonHandFnTheLease(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	m := mustMutex(t, connect(t), p)

@@ -38,6 +38,7 @@ func stalledHolder(t *testing.T, session time.Duration, opts ...zklock.Option) (
 // server), not when the delete could be confirmed; the delete goes on and
 // the node is gone once the connection heals.
 func TestBoundReleaseReturnsTheLossWhenZooKeeperIsCutOff(t *testing.T) {
+	t.Parallel()
 	const session = 2 * time.Second
 	_, proxy, l, p := stalledHolder(t, session)
 	obs := observer(t)
@@ -56,6 +57,7 @@ func TestBoundReleaseReturnsTheLossWhenZooKeeperIsCutOff(t *testing.T) {
 // An Acquire whose create goes unanswered returns at its deadline; the node,
 // if the create made one, is removed in the background.
 func TestBoundAcquireReturnsAtItsDeadlineWhenCutOff(t *testing.T) {
+	t.Parallel()
 	c, proxy, _, _ := stalledHolder(t, 4*time.Second)
 	obs := observer(t)
 	other := lockPath(t)
@@ -74,6 +76,7 @@ func TestBoundAcquireReturnsAtItsDeadlineWhenCutOff(t *testing.T) {
 // A waiter already queued whose deadline passes while ZooKeeper is cut off
 // waits for its node's delete at most the cleanup timeout.
 func TestBoundQueuedWaiterGivesUpWithinTheCleanupTimeout(t *testing.T) {
+	t.Parallel()
 	p, obs, _, _ := holding(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	const cleanup = 500 * time.Millisecond
@@ -97,6 +100,7 @@ func TestBoundQueuedWaiterGivesUpWithinTheCleanupTimeout(t *testing.T) {
 // With ZooKeeper answering, a cancelled waiter's node is gone when Acquire
 // returns: the other half of "no orphan".
 func TestBoundGiveUpRemovesTheNodeBeforeReturningWhenZooKeeperAnswers(t *testing.T) {
+	t.Parallel()
 	p, obs, _, _ := holding(t)
 	m := mustMutex(t, connect(t), p)
 	for i := 0; i < 5; i++ {
@@ -113,6 +117,7 @@ func TestBoundGiveUpRemovesTheNodeBeforeReturningWhenZooKeeperAnswers(t *testing
 // TryAcquire never waits for ever: with ZooKeeper cut off it fails by the
 // session timeout, as unreachable, never as ErrLocked.
 func TestBoundTryAcquireWithBackgroundWhenCutOff(t *testing.T) {
+	t.Parallel()
 	const session = 2 * time.Second
 	c, proxy, _, _ := stalledHolder(t, session)
 	proxy.Stall()
@@ -129,6 +134,7 @@ func TestBoundTryAcquireWithBackgroundWhenCutOff(t *testing.T) {
 // Close with nothing left to clean that the server will not clean (its only
 // lease already lost) is prompt.
 func TestBoundCloseAfterTheLeaseWasLost(t *testing.T) {
+	t.Parallel()
 	c, proxy, l, _ := stalledHolder(t, 2*time.Second)
 	proxy.Stall()
 	defer proxy.Resume()
@@ -143,6 +149,7 @@ func TestBoundCloseAfterTheLeaseWasLost(t *testing.T) {
 // Connect with context.Background() ends at the connect timeout, with the
 // cause: a refused port, an HTTP server, a silent one.
 func TestBoundConnectNamesTheCause(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	refused := ln.Addr().String()
@@ -168,6 +175,7 @@ func TestBoundConnectNamesTheCause(t *testing.T) {
 
 // A malformed server list fails at once, before any dial.
 func TestBoundConnectRefusesAMalformedListAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, list := range [][]string{{"127.0.0.1:abc"}, {"a,,b"}, {""}, {"127.0.0.1:2181/app/"}, {"127.0.0.1:2181/zookeeper"}} {
 		start := time.Now()
 		_, err := zklock.Connect(context.Background(), list)
@@ -179,6 +187,7 @@ func TestBoundConnectRefusesAMalformedListAtOnce(t *testing.T) {
 // A follower lag that leaves no time to hold a lease is refused once the
 // granted session timeout is known; a smaller one is taken.
 func TestBoundFollowerLagCheckedAgainstTheGrantedTimeout(t *testing.T) {
+	t.Parallel()
 	_, err := zklock.Connect(ctxTimeout(t, 10*time.Second), cluster.Addrs(),
 		zklock.WithSessionTimeout(4*time.Second), zklock.WithFollowerLag(2*time.Second))
 	require.ErrorIs(t, err, zklock.ErrInvalidOption)
@@ -195,6 +204,7 @@ func TestBoundFollowerLagCheckedAgainstTheGrantedTimeout(t *testing.T) {
 
 // Token and Contenders with context.Background() end too.
 func TestBoundTokenAndContendersWhenCutOff(t *testing.T) {
+	t.Parallel()
 	const session = 2 * time.Second
 	c, proxy, l, p := stalledHolder(t, session, zklock.WithOwnNodeWatch(false))
 	proxy.Stall()

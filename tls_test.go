@@ -63,6 +63,7 @@ func caOnly(c *zktest.Cluster) *tls.Config {
 // TestTLS runs the mutex over a TLS-only client port (ssl.clientAuth=none),
 // and the ways a TLS connect fails, each named and within the bound.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	tc := zktest.Start(t, zktest.WithTLS("none"))
 
 	t.Run("mutex", func(t *testing.T) {
@@ -182,6 +183,7 @@ func TestTLS(t *testing.T) {
 // TestTLSMutual: with ssl.clientAuth=need the server refuses a client
 // without a certificate (the error says so), and serves one with it.
 func TestTLSMutual(t *testing.T) {
+	t.Parallel()
 	tc := zktest.Start(t, zktest.WithTLS("need"))
 
 	err := connectFails(t, tc.Addrs(), zklock.WithTLS(caOnly(tc)))
@@ -198,6 +200,7 @@ func TestTLSMutual(t *testing.T) {
 // it. Another certificate from the same CA (a stranger) lists the queue,
 // but can neither delete the holder's node nor queue on the path.
 func TestTLSX509Identity(t *testing.T) {
+	t.Parallel()
 	tc := zktest.Start(t, zktest.WithTLS("need"))
 	protected := zklock.WithACL([]zk.ACL{
 		{Perms: zk.PermAll, Scheme: "auth"},
@@ -236,6 +239,7 @@ func TestTLSX509Identity(t *testing.T) {
 // zktest's Mntr speaks TLS to a TLS cluster: request and watch counts can be
 // measured there too (a held lock's own-node watch is one watch).
 func TestTLSMntr(t *testing.T) {
+	t.Parallel()
 	tc := zktest.Start(t, zktest.WithTLS("need"))
 	before, err := tc.Mntr(0)
 	require.NoError(t, err)

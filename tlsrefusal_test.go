@@ -24,6 +24,7 @@ const refusalBound = 5 * time.Second
 // (default connect timeout), with one server or two (the second a proxy to
 // the same server), each error naming its cause.
 func TestTLSRefusalEndsConnectAtOnce(t *testing.T) {
+	t.Parallel()
 	tc := zktest.Start(t, zktest.WithTLS("need"))
 	proxy := zktest.NewProxy(t, tc.Addrs()...)
 	wrongName := tc.TLSConfig()
@@ -59,6 +60,7 @@ func TestTLSRefusalEndsConnectAtOnce(t *testing.T) {
 // A server that fails for a cause a retry may change (here a refused port)
 // keeps Connect trying the others until the connect timeout.
 func TestTLSRefusalWaitsWhileAServerMayRecover(t *testing.T) {
+	t.Parallel()
 	tc := zktest.Start(t, zktest.WithTLS("none"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -61,6 +61,7 @@ func (s *recSpan) Ended(why error) {
 // context the holder's node records; each acquisition reports its queue,
 // its token and its hold's end.
 func TestTracerLinksTheWaiterToTheHolder(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	obs := observer(t)
 	tr := &recTracer{}

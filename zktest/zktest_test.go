@@ -243,6 +243,7 @@ func TestObserver(t *testing.T) {
 // timeout: the server expires the session (its ephemeral goes), and the
 // client learns it once the stall ends.
 func TestProxyStallExpiresSession(t *testing.T) {
+	t.Parallel()
 	c := zktest.Start(t) // tick 100ms: 1s sessions are allowed
 	p := zktest.NewProxy(t, c.Addrs()...)
 	cli := zktest.Connect(t, []string{p.Addr()}, time.Second)
@@ -274,6 +275,7 @@ func TestProxyStallExpiresSession(t *testing.T) {
 // TestProxyCutAndBlock resets a client's connection: it reconnects with the
 // same session; with the proxy blocked it cannot, until unblocked.
 func TestProxyCutAndBlock(t *testing.T) {
+	t.Parallel()
 	c := zktest.Start(t)
 	p := zktest.NewProxy(t, c.Addrs()...)
 	// go-zookeeper waits 1s before retrying its only server, so give the
@@ -312,6 +314,7 @@ func TestProxyCutAndBlock(t *testing.T) {
 // TestContainerCheck: with a short check interval an emptied container node
 // disappears promptly.
 func TestContainerCheck(t *testing.T) {
+	t.Parallel()
 	c := zktest.Start(t, zktest.WithContainerCheck(100*time.Millisecond))
 	c.SkipIfExternal(t)
 	cli := zktest.Connect(t, c.Addrs(), 10*time.Second)
@@ -329,6 +332,7 @@ func TestContainerCheck(t *testing.T) {
 // TestMaxSessionTimeout: the server is configured to grant at most the
 // given session timeout.
 func TestMaxSessionTimeout(t *testing.T) {
+	t.Parallel()
 	c := zktest.Start(t, zktest.WithMaxSessionTimeout(1500*time.Millisecond))
 	conf, err := zktest.FourLetter(ctxT(t, 5*time.Second), c.Addrs()[0], "conf")
 	require.NoError(t, err)
@@ -379,6 +383,7 @@ func TestExternalServers(t *testing.T) {
 
 // TestStartMain starts and stops a server without a testing.TB.
 func TestStartMain(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(zktest.EnvServers) != "" {
 		t.Skip("local servers only")
 	}
@@ -409,6 +414,7 @@ func TestStartMain(t *testing.T) {
 // TestStartRetriesStolenPort: a port taken between choosing it and the JVM
 // binding it makes the server exit; Start retries on new ports.
 func TestStartRetriesStolenPort(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(zktest.EnvServers) != "" {
 		t.Skip("local servers only")
 	}

@@ -18,6 +18,7 @@ import (
 // block is the install line TestClientPackagesInstall runs. A block no
 // runner knows fails the test.
 func TestClientReadmeExamples(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	dir := t.TempDir()

@@ -13,6 +13,7 @@ import (
 // TestDemo runs scripts/demo.sh (what 'make demo' runs) end to end: it must
 // exit 0 within a minute and fit on one screen.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts its own ZooKeeper and builds zklock; skipped with -short")
 	}

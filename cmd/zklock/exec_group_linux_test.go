@@ -87,6 +87,7 @@ func procStat(t *testing.T, pid int) []string {
 // is killed: a stopped zklock keeps no deadline, and its session expires
 // while the command runs on.
 func TestExecTostopDoesNotStopTheHolder(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
@@ -116,6 +117,7 @@ func TestExecTostopDoesNotStopTheHolder(t *testing.T) {
 // refuses to stop, says so, and holds the lock until the command ends;
 // stopped, its session would expire while the command runs on.
 func TestExecCtrlZIsRefused(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)

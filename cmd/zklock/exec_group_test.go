@@ -61,6 +61,7 @@ func requireNoSurvivor(t *testing.T, events, first string) {
 // ignores SIGTERM. The leftover is killed before the limit frees the lock,
 // not --grace (10s) later.
 func TestExecMaxHoldKillsLeftoversBeforeTheLimit(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
@@ -80,6 +81,7 @@ func TestExecMaxHoldKillsLeftoversBeforeTheLimit(t *testing.T) {
 // the limit), so that a --retry-failed start in the same period does not
 // run it again.
 func TestExecOncePerLeftoverRunSucceeds(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
@@ -103,6 +105,7 @@ func TestExecOncePerLeftoverRunSucceeds(t *testing.T) {
 // Case 8: a negative --max-hold is a usage error, as for zklock lock, not
 // "no limit".
 func TestExecNegativeMaxHoldRefused(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runZK(t, 20*time.Second, "exec", "--max-hold", "-1s", lockPath(t), "--", "true")
 	require.Equal(t, exitUsage, code, stderr)
 	require.Contains(t, stderr, "--max-hold must not be negative")
@@ -112,6 +115,7 @@ func TestExecNegativeMaxHoldRefused(t *testing.T) {
 // session timeout: the reaper kills the group before the session can
 // expire, not --grace after zklock's death.
 func TestExecKilledReaperBeatsTheSession(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
@@ -131,6 +135,7 @@ func TestExecKilledReaperBeatsTheSession(t *testing.T) {
 // must not kill zklock (SIGPIPE) before the command's leftovers are
 // stopped and the lock released.
 func TestExecBrokenStderrStillStopsLeftovers(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
@@ -167,6 +172,7 @@ func TestExecBrokenStderrStillStopsLeftovers(t *testing.T) {
 // taken while exec waited for the next frees itself at its own limit, and
 // the command is dead by then.
 func TestExecSeveralPathsLimitFromTheFirstGrant(t *testing.T) {
+	t.Parallel()
 	paths := []string{lockPath(t), lockPath(t)}
 	slices.Sort(paths) // taken in this order
 	first, second := paths[0], paths[1]
@@ -193,6 +199,7 @@ func TestExecSeveralPathsLimitFromTheFirstGrant(t *testing.T) {
 // the reaper, no longer told a later deadline, kills the group before the
 // session can expire.
 func TestExecStoppedHolderReaperKills(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
@@ -213,6 +220,7 @@ func TestExecStoppedHolderReaperKills(t *testing.T) {
 // proves contact (the reaper follows it): here 2.5s of a 4s grace, with a
 // session timeout of 2s.
 func TestExecLeftoversGetTheGraceWhileTheLockHolds(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	pids, events := runFiles(t)
 	code, _, stderr := runZK(t, 20*time.Second, "exec", "--session-timeout", "2s", "--grace", "4s", path, "--", "sh", "-c",
@@ -229,6 +237,7 @@ func TestExecLeftoversGetTheGraceWhileTheLockHolds(t *testing.T) {
 // which ignores SIGTERM, is killed before the next holder can run, whatever
 // --grace says (30s here, with a 2s session timeout).
 func TestExecCutOffKillsBeforeTheSessionExpires(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
@@ -250,6 +259,7 @@ func TestExecCutOffKillsBeforeTheSessionExpires(t *testing.T) {
 // runners saw zklock die of SIGPIPE before its command started (exit 141)
 // 12 times in ten minutes.
 func TestExecBrokenStderrWhileWaitingExitsAsUsual(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	m, err := c.NewMutex(path)

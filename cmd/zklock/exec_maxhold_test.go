@@ -12,6 +12,7 @@ import (
 // TestExecMaxHoldStopsTheCommand: a command that outlives --max-hold gets
 // SIGTERM, the lock is released (its node gone), and zklock exits 79.
 func TestExecMaxHoldStopsTheCommand(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	file := filepath.Join(t.TempDir(), "events")
@@ -31,6 +32,7 @@ func TestExecMaxHoldStopsTheCommand(t *testing.T) {
 // next holder, waiting meanwhile, never runs while either lives; once-per
 // records the hold limit.
 func TestExecMaxHoldNoRunOutlivesItsLock(t *testing.T) {
+	t.Parallel()
 	for _, job := range []bool{false, true} {
 		path := lockPath(t)
 		c := connect(t)
@@ -66,6 +68,7 @@ func TestExecMaxHoldNoRunOutlivesItsLock(t *testing.T) {
 // is stopped before the lock is released: the next holder never runs while
 // it lives. The exit status stays the command's.
 func TestExecStopsTheCommandsLeftovers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		script string
 		code   int

@@ -14,6 +14,7 @@ import (
 // while the command runs (and releases both), is refused with --try when
 // only one is free, and bad counts are usage errors.
 func TestExecPermits(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	s, err := c.NewSemaphore(path, 3)

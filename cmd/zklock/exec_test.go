@@ -19,6 +19,7 @@ import (
 // TestExecMutualExclusion: four zklock exec run at once on one lock; their
 // commands never overlap.
 func TestExecMutualExclusion(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	log := filepath.Join(t.TempDir(), "log")
 	script := `echo "start $0" >> "$1"; sleep 0.2; echo "end $0" >> "$1"`
@@ -50,6 +51,7 @@ func TestExecMutualExclusion(t *testing.T) {
 // TestExecStatusAndEnv: the command's exit status passes through, 128+N for
 // a signal; the command sees ZKLOCK_*; the lock is free when zklock exits.
 func TestExecStatusAndEnv(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 
@@ -75,6 +77,7 @@ func TestExecStatusAndEnv(t *testing.T) {
 // TestExecTimeoutAndTry: --timeout gives up with 75 and leaves no node
 // behind; --try fails at once with 73 while the lock is held.
 func TestExecTimeoutAndTry(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	m, err := c.NewMutex(path)
@@ -104,6 +107,7 @@ func TestExecTimeoutAndTry(t *testing.T) {
 // TestExecLossStopsCommand: the holder's node is deleted behind its back; the
 // command gets SIGTERM and zklock exits 76 naming the cause.
 func TestExecLossStopsCommand(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	file := filepath.Join(t.TempDir(), "events")
@@ -123,6 +127,7 @@ func TestExecLossStopsCommand(t *testing.T) {
 // TestExecLossKillsStubbornCommand: a command that ignores SIGTERM is killed
 // after --grace; the lock is broken with 'zklock break'.
 func TestExecLossKillsStubbornCommand(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	file := filepath.Join(t.TempDir(), "pid")
@@ -153,6 +158,7 @@ func TestExecLossKillsStubbornCommand(t *testing.T) {
 // the lock is released after it exits; while waiting, a signal makes zklock
 // leave the queue.
 func TestExecForwardsSignals(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	file := filepath.Join(t.TempDir(), "events")
@@ -183,6 +189,7 @@ func TestExecForwardsSignals(t *testing.T) {
 // exits 76, and the next in line gets the lock once the server expires the
 // session.
 func TestExecSessionCut(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
@@ -205,6 +212,7 @@ func TestExecSessionCut(t *testing.T) {
 // TestExecReadSharesWriteExcludes: two --read commands run at once (each
 // waits for the other to have started), a --write waits for both.
 func TestExecReadSharesWriteExcludes(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	dir := t.TempDir()
 	// Each reader marks itself in, then waits up to 10s for the other's mark.
@@ -232,6 +240,7 @@ func TestExecReadSharesWriteExcludes(t *testing.T) {
 // TestExecSemaphore: with --semaphore 2, two commands hold at once and a
 // third --try is refused; a different N is refused too.
 func TestExecSemaphore(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	s, err := c.NewSemaphore(path, 2)
@@ -255,6 +264,7 @@ func TestExecSemaphore(t *testing.T) {
 // TestExecSeveralPaths: with --and, exec takes every path, in sorted order,
 // and releases them all; --try fails if any is held, leaving the others free.
 func TestExecSeveralPaths(t *testing.T) {
+	t.Parallel()
 	a, b := lockPath(t), lockPath(t)
 	c := connect(t)
 	code, out, errOut := runZK(t, 20*time.Second, "exec", b, "--and", a, "--", "sh", "-c", `echo "$ZKLOCK_PATH"; echo "$ZKLOCK_TOKENS"; echo "$ZKLOCK_TOKEN"`)
@@ -304,6 +314,7 @@ func TestExecSeveralPaths(t *testing.T) {
 // a semaphore holds the path, an exclusive lock and a reader exit 2 naming
 // the semaphore's layout, and run nothing.
 func TestExecRefusesAnotherRecipe(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	holder := start(t, "exec", "--semaphore", "2", path, "--", "sleep", "30")
@@ -324,6 +335,7 @@ func TestExecRefusesAnotherRecipe(t *testing.T) {
 // grandchild the command started in the background is stopped too (the
 // reaper), within --grace.
 func TestExecKilledTakesTheTreeDown(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")

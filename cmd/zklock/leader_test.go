@@ -16,6 +16,7 @@ import (
 // zklock leader: nobody (exit 1), then a campaigner with its value (exit 0),
 // as a line and as JSON.
 func TestLeader(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	code, out, stderr := runZK(t, 20*time.Second, "leader", path)
 	require.Equal(t, exitFailure, code, stderr)
@@ -44,6 +45,7 @@ func TestLeader(t *testing.T) {
 // zklock leader --watch prints every change: nobody, a leader, its new
 // value, nobody again.
 func TestLeaderWatch(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	p := start(t, "leader", "--watch", path)
 	lines := followLines(t, p)
@@ -90,6 +92,7 @@ func followLines(t *testing.T, p *proc) <-chan string {
 // and releases; status shows the request while it is pending on a holder
 // that does not listen.
 func TestBreakAskRevocableExec(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	file := filepath.Join(t.TempDir(), "events")
@@ -132,6 +135,7 @@ func recv(t *testing.T, lines <-chan string) string {
 
 // exec --value campaigns and publishes: zklock leader names the value.
 func TestExecValueIsTheLeadersValue(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	start(t, "exec", "--value", "cron@10.0.0.9", path, "--", "sleep", "30")

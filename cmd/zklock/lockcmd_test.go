@@ -17,6 +17,7 @@ import (
 // once it holds, keeps the lock (a second lock waits), and releases it on
 // SIGINT with exit 0, after which the waiter holds.
 func TestLockHoldsUntilInterrupted(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	p := start(t, "lock", path)
@@ -37,6 +38,7 @@ func TestLockHoldsUntilInterrupted(t *testing.T) {
 // TestLockLossExits76: the held node deleted behind its back ends 'zklock
 // lock' with 76 and the cause.
 func TestLockLossExits76(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	p := start(t, "lock", path)
@@ -51,6 +53,7 @@ func TestLockLossExits76(t *testing.T) {
 // (SIGSTOP) past its limit is broken by a waiter with WithBreakOverdue; once
 // it runs again it exits 79 saying so, not that it released the lock.
 func TestLockBrokenAsOverdueWhileStopped(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	p := start(t, "lock", "--max-hold", "300ms", "--session-timeout", "6s", path)

@@ -195,6 +195,7 @@ func waitFile(t *testing.T, name, s string) {
 // TestUsage runs the dispatcher in-process for help and usage errors (none of
 // these reach ZooKeeper or touch signals).
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args   []string
 		code   int
@@ -245,6 +246,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestParseArgs(t *testing.T) {
+	t.Parallel()
 	fs := execCmd.flagSet()
 	pos, err := parseExecArgs(fs, []string{"--timeout", "1s", "/p", "--try", "--", "ls", "-l", "--", "x"})
 	require.NoError(t, err)
@@ -275,6 +277,7 @@ func TestParseArgs(t *testing.T) {
 }
 
 func TestUnreachable(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	code, _, stderr := runZK(t, 20*time.Second, "status", "--servers", "127.0.0.1:1", "--connect-timeout", "500ms", "/a")
 	require.Equal(t, exitUnavailable, code)

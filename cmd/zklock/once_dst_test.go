@@ -30,6 +30,7 @@ import (
 // libfaketime anyway): the slots come from ZooKeeper's time alone. Every
 // target lies 5 minutes or more from a day's beginning.
 func TestExecOncePerCalendarAcrossDST(t *testing.T) {
+	t.Parallel()
 	require.NotContains(t, os.Getenv("LD_PRELOAD"), "faketime", "the zklock processes must keep the real clock")
 	rounds := []struct {
 		at   string // the server's clock (UTC) as the hosts start

@@ -42,6 +42,7 @@ import (
 //	round 3, id 3 leads (n-1): nobody runs: the record of slot n covers n-1
 //	round 4, id 2 leads (n):   nobody runs: slot n was run
 func TestExecOncePerAcrossSkewedLeaders(t *testing.T) {
+	t.Parallel()
 	const period, skew, behindPhase = 20 * time.Minute, 5 * time.Minute, 16 * time.Minute
 	base := behindPhase + skew - time.Duration(time.Now().UnixMilli()%period.Milliseconds())*time.Millisecond
 	if base > period/2 {
@@ -247,6 +248,7 @@ func ensurePath(conn *zktest.Client, path string) error {
 //	round 5, id 3 leads (n-1): zklock job --reset, then three hosts: one runs n
 //	round 6, id 2 leads (n):   three hosts, none runs
 func TestExecRetryAndResetAcrossSkewedLeaders(t *testing.T) {
+	t.Parallel()
 	const period, skew, behindPhase = 20 * time.Minute, 5 * time.Minute, 16 * time.Minute
 	base := behindPhase + skew - time.Duration(time.Now().UnixMilli()%period.Milliseconds())*time.Millisecond
 	if base > period/2 {

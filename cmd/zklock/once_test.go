@@ -20,6 +20,7 @@ import (
 // at once runs the command once; the others exit 80 at once naming the
 // cause, and a later start in the same period names the run.
 func TestExecOncePerOnThreeHosts(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	file := filepath.Join(t.TempDir(), "runs")
 	line := []string{"exec", "--once-per", "1h", path, "--", "sh", "-c", `echo ran >> $0; sleep 0.3`, file}
@@ -54,6 +55,7 @@ func TestExecOncePerOnThreeHosts(t *testing.T) {
 // TestExecOncePerRecordsAFailure: a failing command is recorded as failed,
 // and not run again in its period.
 func TestExecOncePerRecordsAFailure(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	code, _, stderr := runZK(t, 20*time.Second, "exec", "--once-per", "1h", path, "--", "sh", "-c", "exit 3")
 	require.Equal(t, 3, code, stderr)
@@ -87,6 +89,7 @@ func jobState(t *testing.T, path string) jobJSON {
 // --quiet --not-run-exit 0: every one exits 0, the command ran once, and
 // the two that did not run it print nothing at all.
 func TestExecOncePerQuietLosers(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	file := filepath.Join(t.TempDir(), "runs")
 	line := []string{"exec", "--once-per", "1h", "--quiet", "--not-run-exit", "0", path, "--", "sh", "-c", `echo ran >> $0; sleep 0.3`, file}
@@ -124,6 +127,7 @@ func TestExecOncePerQuietLosers(t *testing.T) {
 // lock (73), then clears the record (who and when recorded), and the next
 // start runs the job.
 func TestExecOncePerRetryAndReset(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	job := func(args ...string) (int, string) {
 		code, _, stderr := runZK(t, 20*time.Second, append([]string{"exec", "--once-per", "1h"}, args...)...)
@@ -206,6 +210,7 @@ func TestExecOncePerRetryAndReset(t *testing.T) {
 // as failed with the cause hold-limit (written while the run still held
 // the lock), and status shows the holder's limit (table and --json).
 func TestExecOncePerMaxHoldIsRecorded(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	file := filepath.Join(t.TempDir(), "events")
@@ -239,6 +244,7 @@ func TestExecOncePerMaxHoldIsRecorded(t *testing.T) {
 // TestExecOncePerLostIsRecorded: a run whose lock node is deleted mid-run
 // (zklock break) exits 76 and records its end as lost.
 func TestExecOncePerLostIsRecorded(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	file := filepath.Join(t.TempDir(), "events")
@@ -256,6 +262,7 @@ func TestExecOncePerLostIsRecorded(t *testing.T) {
 // TestExecOncePerSemaphoreLimitNamesTheReset: a semaphore path storing
 // another limit fails (70) naming 'zklock limit --reset'.
 func TestExecSemaphoreLimitMismatchNamesTheReset(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	code, _, stderr := runZK(t, 20*time.Second, "exec", "--semaphore", "2", path, "--", "true")
 	require.Equal(t, 0, code, stderr)
@@ -268,6 +275,7 @@ func TestExecSemaphoreLimitMismatchNamesTheReset(t *testing.T) {
 // refuses give up after about refusedGiveUp (2 s), not the 15 s
 // --connect-timeout, exit 69, and say the servers refused.
 func TestRefusedPortFailsFast(t *testing.T) {
+	t.Parallel()
 	addr := refusedAddr(t)
 	for _, args := range [][]string{
 		{"exec", "--servers", addr, "/a", "--", "true"},
@@ -292,6 +300,7 @@ func TestRefusedPortFailsFast(t *testing.T) {
 // prints nothing on stdout, on which jq 1.6's -e alone would exit 0). It
 // needs jq, which make test installs.
 func TestJobMonitoringQueryFromTheDocs(t *testing.T) {
+	t.Parallel()
 	section := monitoringSection(t)
 	_, block, ok := strings.Cut(section, "```sh\n")
 	require.True(t, ok, "the docs' check")
@@ -329,6 +338,7 @@ func TestJobMonitoringQueryFromTheDocs(t *testing.T) {
 // Europe/Berlin run the command once; the record names the calendar, and
 // the others say which period it was.
 func TestExecOncePerCalendarOnThreeHosts(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	file := filepath.Join(t.TempDir(), "runs")
 	line := []string{"exec", "--once-per", "day", "--at", "02:30", "--tz", "Europe/Berlin", path, "--", "sh", "-c", `echo ran >> $0; sleep 0.3`, file}
@@ -364,6 +374,7 @@ func TestExecOncePerCalendarOnThreeHosts(t *testing.T) {
 // PATH, and a unit file has no comment after a setting (systemd reads it as
 // part of the value).
 func TestScheduledJobExamplesRunAsWritten(t *testing.T) {
+	t.Parallel()
 	cronTime := regexp.MustCompile(`^[0-9*/,-]+( [0-9*/,-]+){4}$`)
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scheduled-jobs.md"))
 	require.NoError(t, err)
@@ -402,6 +413,7 @@ func TestScheduledJobExamplesRunAsWritten(t *testing.T) {
 // whose record another start wrote since (so its end cannot be written),
 // says on stderr that its end is not recorded; the record says running.
 func TestExecOncePerLostEndNotRecordedWarns(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	file := filepath.Join(t.TempDir(), "events")
@@ -426,6 +438,7 @@ func TestExecOncePerLostEndNotRecordedWarns(t *testing.T) {
 // success still names the first host's owner and pid, in 'zklock job' and
 // in --json.
 func TestJobLastSuccessNamesItsRunner(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	a := start(t, "exec", "--once-per", "1h", "--owner", "host-a", path, "--", "true")
 	require.Equal(t, 0, a.wait(t, 20*time.Second), a.errText())
@@ -458,6 +471,7 @@ func TestJobLastSuccessNamesItsRunner(t *testing.T) {
 // and fails closed when ZooKeeper refuses. It needs jq, which make test
 // installs.
 func TestJobTreeMonitoringQueryFromTheDocs(t *testing.T) {
+	t.Parallel()
 	section := monitoringSection(t)
 	_, block, ok := strings.Cut(section, "```sh\nzklock status --tree --json /jobs |")
 	require.True(t, ok, "the docs' check of every job")

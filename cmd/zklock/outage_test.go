@@ -53,6 +53,7 @@ func httpLike(c net.Conn) {
 }
 
 func TestOutageNamesTheCause(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct{ addr, cause string }{
 		"refused": {refusedAddr(t), "connection refused"},
 		"http":    {listener(t, httpLike), "not ZooKeeper's"},
@@ -74,6 +75,7 @@ func TestOutageNamesTheCause(t *testing.T) {
 }
 
 func TestOutageMalformedServersAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, servers := range []string{"127.0.0.1:abc", "a,,b", "127.0.0.1:2181,", "127.0.0.1:0", ":2181"} {
 		for _, cmd := range []string{"exec", "status", "break"} {
 			args := []string{cmd, "--servers", servers, "/a"}
@@ -91,6 +93,7 @@ func TestOutageMalformedServersAreUsageErrors(t *testing.T) {
 
 // --timeout with ZooKeeper down is an outage (69), not a busy lock (75).
 func TestOutageWithTimeoutIsNotContention(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runZK(t, 20*time.Second, "exec", "--servers", listener(t, nil), "--timeout", "2s", "/a", "--", "true")
 	require.Equal(t, exitUnavailable, code, stderr)
 	require.Contains(t, stderr, "never answered")
@@ -99,6 +102,7 @@ func TestOutageWithTimeoutIsNotContention(t *testing.T) {
 // --try gives up within 3 s of the start (plus the binary's start-up) when
 // ZooKeeper does not answer, though --connect-timeout is 15 s.
 func TestOutageTryGivesUpFast(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	code, _, stderr := runZK(t, 20*time.Second, "exec", "--try", "--servers", listener(t, nil), "/a", "--", "true")
 	took := time.Since(start)
@@ -111,6 +115,7 @@ func TestOutageTryGivesUpFast(t *testing.T) {
 // connection reset, new ones refused): an outage (69), not a busy lock (75).
 // The waiter's node goes with its session.
 func TestOutageMidWaitWithTimeoutIsNotContention(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	m, err := c.NewMutex(path)

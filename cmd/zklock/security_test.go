@@ -79,6 +79,7 @@ func TestCLIOverTLSWithCredentials(t *testing.T) {
 // Credentials never come from an argument, and a malformed file is a usage
 // error before any dial.
 func TestCLICredentialsFromAFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad")
 	require.NoError(t, os.WriteFile(bad, []byte("no-colon\n"), 0o600))
@@ -112,6 +113,7 @@ func tlsClient(t *testing.T, zc *zktest.Cluster, cfg *tls.Config) *zklock.Client
 // --servers takes a connect string with a chroot: a lock taken through it
 // lives under the chroot, and status through it shows the path as given.
 func TestCLIChroot(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	chrooted := strings.Join(cluster.Addrs(), ",") + "/chroot-cli"
 	start(t, "exec", "--servers", chrooted, path, "--", "sleep", "30")
@@ -129,6 +131,7 @@ func TestCLIChroot(t *testing.T) {
 // certificate's subject; a stranger with another certificate from the same
 // CA sees the queue but can neither queue nor break the holder.
 func TestCLIClientCertificateIsAnIdentity(t *testing.T) {
+	t.Parallel()
 	zc := zktest.Start(t, zktest.WithTLS("need"))
 	files := zc.TLSFiles()
 	servers := strings.Join(zc.Addrs(), ",")
@@ -174,6 +177,7 @@ func TestCLIClientCertificateIsAnIdentity(t *testing.T) {
 // knows no identity for the session: the protected ACL the certificate
 // implies is refused, and the CLI says why and what to do.
 func TestCLIClientCertificateTheServerDoesNotAskFor(t *testing.T) {
+	t.Parallel()
 	zc := zktest.Start(t, zktest.WithTLS("none"))
 	files := zc.TLSFiles()
 	code, _, errOut := runZK(t, 20*time.Second, "exec", "--servers", strings.Join(zc.Addrs(), ","), "--tls-ca", files.CA,

@@ -41,6 +41,7 @@ func docBlocks(t *testing.T, file string) []docBlock {
 // the runners below; a block none of them knows fails the test, so an
 // example cannot be added without being run.
 func TestServeDocExamples(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	dir := t.TempDir()

@@ -100,6 +100,7 @@ func writeTokens(t *testing.T, file, text string) {
 // another caller's waiting stream; an added token works at once; a file
 // that does not parse keeps the tokens read before, and stderr says why.
 func TestServeTokenReload(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, file, "alice a-token\nbob b-token\n")
 	p := start(t, "serve", "--listen", "127.0.0.1:0", "--token-file", file, "--heartbeat", "200ms")
@@ -199,6 +200,7 @@ func seqOf(t *testing.T, line string) int64 {
 // to: here 8s after the last keep-alive, past the 5s streams are given, and
 // the process exits 0 only after. A second SIGTERM would stop at once.
 func TestServeStopWaitsForLeases(t *testing.T) {
+	t.Parallel()
 	p := start(t, "serve", "--listen", "127.0.0.1:0", "--session-timeout", "24s")
 	c := serveCaller{base: "http://" + httpAddrOf(t, p.stdout, "listening on http://")}
 	zk := connect(t)
@@ -237,6 +239,7 @@ func TestServeStopWaitsForLeases(t *testing.T) {
 // TestServeStopTwice: a second SIGINT or SIGTERM while the service waits
 // for a lease's deadline stops it at once, saying what that costs.
 func TestServeStopTwice(t *testing.T) {
+	t.Parallel()
 	p := start(t, "serve", "--listen", "127.0.0.1:0", "--session-timeout", "24s")
 	c := serveCaller{base: "http://" + httpAddrOf(t, p.stdout, "listening on http://")}
 	code, body := c.call(t, "POST", "/v1/lease/grant", `{"ttl":"8s"}`)

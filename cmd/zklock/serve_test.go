@@ -50,6 +50,7 @@ func getJSON(t *testing.T, url string) (int, map[string]any) {
 // TestServe runs 'zklock serve': a lock held over its stream, and SIGTERM
 // ends the stream with "released" and exits 0.
 func TestServe(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runZK(t, 10*time.Second, "serve", "--listen", "0.0.0.0:0")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "not a loopback address: give --token-file")
@@ -87,6 +88,7 @@ func TestServe(t *testing.T) {
 // TestExecHTTP: exec --value --http serves /leader: 200 in the leader, 503
 // naming it in a follower, and 200 in the follower once it leads.
 func TestExecHTTP(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runZK(t, 10*time.Second, "exec", "--http", "127.0.0.1:0", "/a", "--", "true")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "use it with --value")
@@ -125,6 +127,7 @@ func TestExecHTTP(t *testing.T) {
 // record; the Host check is off (no web page reaches a Unix socket) while
 // an Origin is still refused.
 func TestServeUnix(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed (no curl in $PATH): this test drives it")
 	}
@@ -156,6 +159,7 @@ func TestServeUnix(t *testing.T) {
 // serve' at PREFIX/a/b leaves nothing below --prefix once the cleanup delay
 // has passed (b, then a, both made by the service); the prefix stays.
 func TestServeRemovesEmptyPaths(t *testing.T) {
+	t.Parallel()
 	prefix := strings.TrimSuffix(lockPath(t), "/lock")
 	p := start(t, "serve", "--listen", "127.0.0.1:0", "--prefix", prefix)
 	c := serveCaller{base: "http://" + httpAddrOf(t, p.stdout, "listening on http://")}
@@ -202,6 +206,7 @@ const timedOutBound = time.Second + 750*time.Millisecond
 // with ZooKeeper stalled from 300 ms before the deadline, the answer does
 // not wait for the delete, which removes the node once ZooKeeper answers.
 func TestServeTimedOutWaitAnswersWithinBound(t *testing.T) {
+	t.Parallel()
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	p := start(t, "serve", "--listen", "127.0.0.1:0", "--servers", proxy.Addr())
 	c := serveCaller{base: "http://" + httpAddrOf(t, p.stdout, "listening on http://")}

@@ -68,6 +68,7 @@ func TestPureReadTokensNamesBareTokensByDigest(t *testing.T) {
 // while every other token's go on. Neither stderr nor the lock's owner
 // record shows a secret (issue 54).
 func TestServeTokenFileEditsKeepTheirTokensHoldings(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	secrets := map[string]string{ // caller -> token
 		"alice": "a-token-4f1c9e",

@@ -15,6 +15,7 @@ import (
 // TestServeUserTimeoutInherited: the connections accepted on serve's
 // listener carry TCP_USER_TIMEOUT, set on the listening socket.
 func TestServeUserTimeoutInherited(t *testing.T) {
+	t.Parallel()
 	ln, err := listenTCP("127.0.0.1:0", userTimeout)
 	require.NoError(t, err)
 	defer ln.Close()
@@ -42,6 +43,7 @@ func TestServeUserTimeoutInherited(t *testing.T) {
 // (unshare -rn, no root needed), whose loopback it takes down to make the
 // caller vanish.
 func TestServeUserTimeoutVanishedPeer(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(netnsChild) == "" {
 		if err := exec.Command("unshare", "-rn", "true").Run(); err != nil {
 			t.Skipf("no user and network namespaces here (unshare -rn: %v)", err)

@@ -25,6 +25,7 @@ import (
 
 // TestStatusQueue: one holder and two waiters, as a table and as JSON.
 func TestStatusQueue(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	holder := start(t, "exec", path, "--", "sleep", "30")
@@ -92,6 +93,7 @@ func TestStatusQueue(t *testing.T) {
 // TestStatusForeignNodes: nodes of other libraries are listed with their raw
 // data; an empty or missing path has nobody.
 func TestStatusForeignNodes(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	code, out, _ := runZK(t, 20*time.Second, "status", path)
@@ -146,6 +148,7 @@ func TestStatusForeignNodes(t *testing.T) {
 }
 
 func TestBreakNobody(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	code, out, stderr := runZK(t, 20*time.Second, "break", "--yes", path)
 	require.Equal(t, 0, code, stderr)
@@ -154,6 +157,7 @@ func TestBreakNobody(t *testing.T) {
 
 // TestServer starts 'zklock server', uses it, and stops it with SIGINT.
 func TestServer(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
@@ -195,6 +199,7 @@ func TestServer(t *testing.T) {
 // holders, marked (read); a semaphore's path lists its leases with the
 // first N holding; several paths give one table each.
 func TestStatusReadersSemaphoreAndSeveralPaths(t *testing.T) {
+	t.Parallel()
 	rwPath, semPath := lockPath(t), lockPath(t)
 	c := connect(t)
 	rw, err := c.NewRWMutex(rwPath)
@@ -226,6 +231,7 @@ func TestStatusReadersSemaphoreAndSeveralPaths(t *testing.T) {
 // status --tree: every lock path under a root in one table (holder, queue
 // length), and as JSON; --watch shows it again when a queue changes.
 func TestStatusTreeAndWatch(t *testing.T) {
+	t.Parallel()
 	root := lockPath(t)
 	a, b, sem := root+"/jobs/a", root+"/jobs/b", root+"/pool"
 	c := connect(t)
@@ -278,6 +284,7 @@ func mustMutexCLI(t *testing.T, c *zklock.Client, p string) *zklock.Mutex {
 
 // A taken --port is reported plainly, at once, before any ZooKeeper starts.
 func TestServerTakenPort(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
@@ -292,6 +299,7 @@ func TestServerTakenPort(t *testing.T) {
 // zklock limit shows a semaphore's stored limit, refuses a reset while
 // leases hold, and resets it once none do: the next semaphore stores its own.
 func TestLimitShowAndReset(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	s, err := c.NewSemaphore(path, 2)
@@ -324,6 +332,7 @@ func TestLimitShowAndReset(t *testing.T) {
 // the table, job (as 'zklock job --json' prints it) in --json. A single
 // path's --json stays the array of contenders.
 func TestStatusTreeShowsJobs(t *testing.T) {
+	t.Parallel()
 	root := lockPath(t)
 	ok, failed, held := root+"/jobs/ok", root+"/jobs/failed", root+"/locks/held"
 	code, _, errOut := runZK(t, 20*time.Second, "exec", "--once-per", "1h", ok, "--", "true")
@@ -373,6 +382,7 @@ func TestStatusTreeShowsJobs(t *testing.T) {
 // changes: a run's start is written after its lock's grant, which the view
 // may have shown already.
 func TestStatusTreeWatchSeesJobRecord(t *testing.T) {
+	t.Parallel()
 	root := lockPath(t)
 	job := root + "/jobs/report"
 	code, _, errOut := runZK(t, 20*time.Second, "exec", "--once-per", "1h", job, "--", "true")

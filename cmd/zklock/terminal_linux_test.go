@@ -35,6 +35,7 @@ func openPTY(t *testing.T) (*os.File, string) {
 // group (it was stopped by SIGTTIN, while zklock held the lock and said
 // nothing), takes the terminal back after it, and releases the lock.
 func TestExecCommandReadsTheTerminal(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	master, slaveName := openPTY(t)
 	slave, err := os.OpenFile(slaveName, os.O_RDWR, 0)

@@ -21,6 +21,7 @@ var lockpathShort = lockpath.Short
 // The help of --semaphore says what exec does: 0 is refused, not an
 // exclusive lock.
 func TestExecHelpSemaphoreZero(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, exitOK, run([]string{"help", "exec"}, &stdout, &stderr))
 	require.NotContains(t, stdout.String(), "0: an exclusive lock")
@@ -33,6 +34,7 @@ func TestExecHelpSemaphoreZero(t *testing.T) {
 // An address without a port gets ZooKeeper's 2181, as zkCli, Curator and
 // kazoo give it; the chroot stays after the last address.
 func TestServersDefaultPort(t *testing.T) {
+	t.Parallel()
 	cf := &connFlags{servers: "localhost, [::1],zk3:2182/app"}
 	require.Empty(t, checkServers(cf.servers))
 	require.Equal(t, []string{"localhost:2181", "[::1]:2181", "zk3:2182/app"}, cf.list())
@@ -50,6 +52,7 @@ func TestServersDefaultPort(t *testing.T) {
 
 // status --tree / lists every lock path of the ensemble.
 func TestStatusTreeOfTheWholeTree(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	m := mustMutexCLI(t, c, path)
@@ -65,6 +68,7 @@ func TestStatusTreeOfTheWholeTree(t *testing.T) {
 
 // Every --json of status has one form: an array, one element per line.
 func TestStatusJSONOneForm(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	lease, err := mustMutexCLI(t, c, path).Acquire(context.Background())
@@ -87,6 +91,7 @@ func TestStatusJSONOneForm(t *testing.T) {
 
 // --version names the build.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, arg := range []string{"--version", "version"} {
 		code, out, stderr := runZK(t, 10*time.Second, arg)
 		require.Equal(t, exitOK, code, stderr)
@@ -98,6 +103,7 @@ func TestVersion(t *testing.T) {
 // alone frees nothing) and says so; leader refuses the path, whose readers
 // lead nothing.
 func TestBreakAndLeaderOnReaders(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	rw, err := c.NewRWMutex(path)
@@ -139,6 +145,7 @@ func TestServerWithoutAnInstall(t *testing.T) {
 // status and break --yes name the holder, and say it was asked to release.
 // (A node whose record Curator's Revoker replaced is described as such.)
 func TestBreakAfterAsk(t *testing.T) {
+	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	lease, err := mustMutexCLI(t, c, path).Acquire(context.Background())

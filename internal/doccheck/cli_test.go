@@ -27,6 +27,7 @@ func section(doc, name string) string {
 
 // docs/cli.md gives every exit code that 'zklock help <command>' gives.
 func TestCLIDocExitCodes(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(root, "docs", "cli.md"))
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "zklock")
@@ -55,6 +56,7 @@ func TestCLIDocExitCodes(t *testing.T) {
 
 // docs/cli.md states the exec flag combinations exec refuses.
 func TestCLIDocFlagRules(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(root, "docs", "cli.md"))
 	require.NoError(t, err)
 	row := func(flag string) string {

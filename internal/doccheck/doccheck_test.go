@@ -61,6 +61,7 @@ func anchors(t *testing.T, file string) map[string]bool {
 // Every relative link names a file that exists, and every anchor a heading
 // of its file.
 func TestLinksResolve(t *testing.T) {
+	t.Parallel()
 	checked := 0
 	for _, doc := range documents(t) {
 		data, err := os.ReadFile(doc)
@@ -94,6 +95,7 @@ var ratio = regexp.MustCompile(`\b\d+\.\d+ ×`)
 // two places with two values: performance ratios in docs/performance.md,
 // torture results in docs/torture.md.
 func TestFiguresLiveInOnePlace(t *testing.T) {
+	t.Parallel()
 	for _, doc := range documents(t) {
 		data, err := os.ReadFile(doc)
 		require.NoError(t, err)

@@ -101,6 +101,7 @@ var unused = regexp.MustCompile(`: declared and not used: `)
 // Every Go snippet in README.md and docs/ compiles: a whole program as it
 // is, a fragment as the body of a function with ctx, client and servers.
 func TestGoSnippetsCompile(t *testing.T) {
+	t.Parallel()
 	snippets := goSnippets(t)
 	require.GreaterOrEqual(t, len(snippets), 6, "the fence pattern found too few snippets")
 	for _, s := range snippets {
@@ -131,6 +132,7 @@ func TestGoSnippetsCompile(t *testing.T) {
 // No snippet exits the process after a defer: log.Fatal and os.Exit skip
 // the deferred calls, a Release or a Close among them.
 func TestGoSnippetsDoNotExitPastDefers(t *testing.T) {
+	t.Parallel()
 	for _, s := range goSnippets(t) {
 		f, err := parser.ParseFile(token.NewFileSet(), "snippet.go", s.source(), 0)
 		if err != nil {
@@ -184,6 +186,7 @@ func exitAfterDefer(body *ast.BlockStmt) string {
 // before the same client asks for the write lease (it would queue behind its
 // own reader for ever).
 func TestGoSnippetsDoNotWaitOnThemselves(t *testing.T) {
+	t.Parallel()
 	for _, s := range goSnippets(t) {
 		f, err := parser.ParseFile(token.NewFileSet(), "snippet.go", s.source(), 0)
 		if err != nil {
@@ -238,6 +241,7 @@ func calledOn(exprs []ast.Expr) (string, string) {
 // The README's install section names what users will type, and the
 // release rehearsal (release/rehearsal_test.go) runs exactly that.
 func TestInstallAsDocumented(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(root, "README.md"))
 	require.NoError(t, err)
 	_, install, ok := strings.Cut(string(data), "## Install")

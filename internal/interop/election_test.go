@@ -42,6 +42,7 @@ func nextLeader(t *testing.T, ch <-chan zklock.Leader) zklock.Leader {
 // the queue, and Curator's getLeader reports zklock's leader (its id is
 // zklock's owner record, which carries the value).
 func TestElectionWithCuratorLeaderSelector(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	rec := &record{}
@@ -81,6 +82,7 @@ func TestElectionWithCuratorLeaderSelector(t *testing.T) {
 // zklock's Campaign and Curator's LeaderSelector, both cycling on one path:
 // never two leaders at once.
 func TestElectionExcludesCuratorLeaders(t *testing.T) {
+	t.Parallel()
 	excludesCuratorLeaders(t, "leader:curator")
 }
 
@@ -88,6 +90,7 @@ func TestElectionExcludesCuratorLeaders(t *testing.T) {
 // Revoker.attemptRevoke, and a Curator holder made revocable hears zklock's
 // AskToRelease and releases.
 func TestRevocationWithCurator(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	t.Run("curator asks zklock", func(t *testing.T) {
 		p := newPath(t)
@@ -126,6 +129,7 @@ func TestRevocationWithCurator(t *testing.T) {
 // with its participant id and queues behind it, and Curator's getLeader
 // reports zklock's leader.
 func TestElectionWithCuratorLeaderLatch(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	rec := &record{}
@@ -156,6 +160,7 @@ func TestElectionWithCuratorLeaderLatch(t *testing.T) {
 // zklock's Campaign with LatchNames and Curator's LeaderLatch, both cycling
 // on one path: never two leaders at once.
 func TestElectionExcludesCuratorLatchLeaders(t *testing.T) {
+	t.Parallel()
 	excludesCuratorLeaders(t, "latch:curator", zklock.LatchNames())
 }
 

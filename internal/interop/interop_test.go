@@ -80,6 +80,7 @@ func checkExclusive(t *testing.T, rec *record, want map[string]int) {
 // On one path, zklock's Mutex, Curator's InterProcessMutex and go-zookeeper's
 // zk.Lock cycle concurrently: never two holders at once.
 func TestMutexExcludesCuratorAndZkLock(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	rec := &record{}
@@ -98,6 +99,7 @@ func TestMutexExcludesCuratorAndZkLock(t *testing.T) {
 // The same with kazoo's Lock, which must be told zklock's and zk.Lock's
 // marker (extra_lock_patterns=("-lock-",)); zklock and zk.Lock read kazoo's.
 func TestMutexExcludesKazooAndZkLock(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	rec := &record{}
@@ -117,6 +119,7 @@ func TestMutexExcludesKazooAndZkLock(t *testing.T) {
 // waiter, a zk.Lock waiter and a zklock waiter queue one after another; they
 // are served in that order.
 func TestMutexServesPeersInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	for _, peer := range []string{"curator", "kazoo"} {
 		t.Run(peer, func(t *testing.T) {
@@ -160,6 +163,7 @@ func TestMutexServesPeersInArrivalOrder(t *testing.T) {
 // zklock's RWMutex and Curator's InterProcessReadWriteLock, readers and
 // writers of both, on one path: writers hold alone, readers share.
 func TestRWMutexWithCurator(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	rw, err := zklockClient(t).NewRWMutex(p)
@@ -181,6 +185,7 @@ func TestRWMutexWithCurator(t *testing.T) {
 // writer, shares with a zklock reader, and a zklock writer that arrives
 // while they hold waits for both.
 func TestRWMutexWithKazoo(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	rw, err := zklockClient(t).NewRWMutex(p, zklock.KazooNames())
@@ -249,6 +254,7 @@ func runRW(t *testing.T, p string, rw, rw2 *zklock.RWMutex, peer func(rec *recor
 // zklock's Semaphore and Curator's InterProcessSemaphoreV2 (same layout,
 // same N) on one path: never more than N holders, and N reached.
 func TestSemaphoreWithCurator(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	const n = 2
@@ -284,6 +290,7 @@ func TestSemaphoreWithCurator(t *testing.T) {
 // each of zklock's permits, so never more than 3 permits are taken at once,
 // and the 2 are taken at all.
 func TestSemaphorePermitsWithCurator(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	const n = 3

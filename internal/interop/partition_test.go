@@ -56,6 +56,7 @@ type partitionHolder struct {
 }
 
 func TestPartitionedPeerHolders(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	runs, ticks := 2, []time.Duration{200 * time.Millisecond}
 	if os.Getenv("ZKLOCK_PARTITION_ALL") != "" {

@@ -59,6 +59,7 @@ func zklockNodes(t *testing.T, conn *zk.Conn, p, id string) []string {
 // Curator's InterProcessSemaphoreMutex holds (a semaphore's layout: locks
 // and leases under the path); a zklock Mutex on the path refuses.
 func TestRefuseCuratorSemaphoreMutex(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	cur := startJava(t, &record{}, "curator", p, "semmutex", 1, 60000)
@@ -73,6 +74,7 @@ func TestRefuseCuratorSemaphoreMutex(t *testing.T) {
 // zklock's Semaphore of the same N refuses instead of making a 4th holder
 // of 3.
 func TestRefuseKazooSemaphore(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	kz := startKazoo(t, &record{}, "kazoo", p, "semaphore:3", 1, 60000)
@@ -87,6 +89,7 @@ func TestRefuseKazooSemaphore(t *testing.T) {
 // would sort the other's names wrongly). Curator's read/write writer holds;
 // zklock's Mutex refuses.
 func TestRefuseMixedMutexAndReadWrite(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	t.Run("curator mutex, zklock writer", func(t *testing.T) {
 		p := newPath(t)
@@ -112,6 +115,7 @@ func TestRefuseMixedMutexAndReadWrite(t *testing.T) {
 // a. Without a deadline, 30 cycles each: both finish (zklock yields when it
 // sees the cycle), and no one overlaps.
 func TestMultiLockCycleWithCurator(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	base := newPath(t)
 	a, b := base+"/a", base+"/b"
@@ -130,6 +134,7 @@ func TestMultiLockCycleWithCurator(t *testing.T) {
 // A path zklock created has empty data, not null: kazoo's Semaphore, which
 // reads a path's data as its limit, works there.
 func TestKazooSemaphoreOnAZklockPath(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	m, err := zklockClient(t).NewMutex(p)
@@ -148,6 +153,7 @@ func TestKazooSemaphoreOnAZklockPath(t *testing.T) {
 // deletes only nodes its client created (a path zklock created beside it,
 // the sentinel, goes).
 func TestCleanerLeavesKazooPath(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	sentinel := p + "-sentinel"
@@ -184,6 +190,7 @@ func TestCleanerLeavesKazooPath(t *testing.T) {
 // Curator's LeaderLatch leads (latch- nodes); a zklock Election without
 // LatchNames (mutex nodes, as Curator's LeaderSelector) refuses the path.
 func TestRefuseCuratorLeaderLatchWithoutLatchNames(t *testing.T) {
+	t.Parallel()
 	requirePeers(t)
 	p := newPath(t)
 	cur := startJava(t, &record{}, "curator", p, "latch:curator", 1, 60000)

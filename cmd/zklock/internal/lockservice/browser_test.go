@@ -49,6 +49,7 @@ func (s *served) rawCall(t *testing.T, method, route, host, origin, body string)
 // is a forged Host alone, and an Origin alone. Programs (no Origin, an IP
 // or localhost Host) and allowed names pass.
 func TestBrowserKeptOut(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{AllowHosts: []string{"locks.internal"}, AllowOrigins: []string{"https://ops.example"}})
 	p := lockPath(t)
 	acquire := `{"path":"` + p + `","try":true}`

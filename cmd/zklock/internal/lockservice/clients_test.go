@@ -38,6 +38,7 @@ func curl(t *testing.T, args ...string) string {
 }
 
 func TestCurl(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed (no curl in $PATH): the curl-driven test needs it")
 	}
@@ -211,6 +212,7 @@ func (c *clientProc) exit(t *testing.T) int {
 // in the order they queued, with growing tokens; one releases; one is
 // killed (SIGKILL) while holding: the next is granted within killBound.
 func TestClientsOrderAndKill(t *testing.T) {
+	t.Parallel()
 	eachLang(t, func(t *testing.T, l lang) {
 		s := serve(t, lockservice.Config{Tokens: map[string]string{"client-token": l.name}, Heartbeat: 200 * time.Millisecond})
 		p := lockPath(t)
@@ -252,6 +254,7 @@ func TestClientsOrderAndKill(t *testing.T) {
 // client waits: the holder's client delivers the loss (held.lost set, the
 // signal aborted), and the service wrote it before the waiter's grant.
 func TestClientsLossBeforeGrant(t *testing.T) {
+	t.Parallel()
 	eachLang(t, func(t *testing.T, l lang) {
 		s := serve(t, lockservice.Config{Heartbeat: 200 * time.Millisecond})
 		p := lockPath(t)
@@ -281,6 +284,7 @@ func TestClientsLossBeforeGrant(t *testing.T) {
 // 3 heartbeats, or 1s) and a second client waits as long: the heartbeats
 // keep both, and the release and the grant go through.
 func TestClientsHoldThroughIdleTimeouts(t *testing.T) {
+	t.Parallel()
 	eachLang(t, func(t *testing.T, l lang) {
 		const idle = 600 * time.Millisecond
 		s := serve(t, lockservice.Config{Heartbeat: 100 * time.Millisecond})
@@ -307,6 +311,7 @@ func TestClientsHoldThroughIdleTimeouts(t *testing.T) {
 // its wait leaves no queue node: its wait ends with the connection, and the
 // client after it is next in line.
 func TestClientsKilledWhileWaiting(t *testing.T) {
+	t.Parallel()
 	eachLang(t, func(t *testing.T, l lang) {
 		s := serve(t, lockservice.Config{Heartbeat: 200 * time.Millisecond})
 		p := lockPath(t)
@@ -340,6 +345,7 @@ func TestClientsKilledWhileWaiting(t *testing.T) {
 // virtual environment (its build backend is in the package, standard
 // library only) and `npm install ./clients/node`; each then imports.
 func TestClientPackagesInstall(t *testing.T) {
+	t.Parallel()
 	root := repoRoot(t)
 	eachLang(t, func(t *testing.T, l lang) {
 		dir := t.TempDir()
@@ -403,6 +409,7 @@ func TestClientPackagesInstall(t *testing.T) {
 // permits, an election with its leader and watch, a bearer token, and the
 // Unix socket.
 func TestClientsTour(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{Tokens: map[string]string{"tour-token": "tour"}, Heartbeat: 200 * time.Millisecond})
 	sock := filepath.Join(t.TempDir(), "zklock.sock")
 	ln, err := net.Listen("unix", sock)
@@ -456,6 +463,7 @@ func TestClientsLease(t *testing.T) {
 // because the service is unreachable, in both languages (Node's client said
 // only "aborted").
 func TestClientsCutStreamSaysUnreachable(t *testing.T) {
+	t.Parallel()
 	eachLang(t, func(t *testing.T, l lang) {
 		s := serve(t, lockservice.Config{Heartbeat: 100 * time.Millisecond})
 		proxy := zktest.NewProxy(t, strings.TrimPrefix(s.url, "http://"))

@@ -18,6 +18,7 @@ import (
 // the lease's caller, following the rule (hold until a keep-alive says
 // lost), went on working, and the lease's own release answered 200.
 func TestHoldingIsReleasedOnlyByItsOwner(t *testing.T) {
+	t.Parallel()
 	s := serveAsking(t, leaseSession, lockservice.Config{})
 	p := lockPath(t)
 	id := s.grantLease(t, "2s")
@@ -53,6 +54,7 @@ func TestHoldingIsReleasedOnlyByItsOwner(t *testing.T) {
 // is a bad path. Before, the inner lock was granted, its name sat in P's
 // queue, and P's later contenders failed with incompatible.
 func TestNestedPathRefusedByTheService(t *testing.T) {
+	t.Parallel()
 	s := serveAsking(t, leaseSession, lockservice.Config{})
 	p := lockPath(t)
 	outer := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Try: true})

@@ -17,6 +17,7 @@ import (
 // cannot. The code's answers are read off its source: every status written
 // with a code beside it (writeError, failure) and every lease end (410).
 func TestErrorTableListsEveryCode(t *testing.T) {
+	t.Parallel()
 	code := answersInSource(t)
 	doc := errorTable(t)
 	for a := range code {

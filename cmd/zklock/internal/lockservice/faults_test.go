@@ -14,6 +14,7 @@ import (
 // TestSemaphorePermits: limit is the semaphore's N, permits the k taken at
 // once, as zklock exec's --semaphore N --permits k.
 func TestSemaphorePermits(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{})
 	p := lockPath(t)
 	two := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Kind: "semaphore", Limit: 3, Permits: 2})
@@ -32,6 +33,7 @@ func TestSemaphorePermits(t *testing.T) {
 // owner record names the caller (its name, and the host and pid it gives,
 // else its address); /healthz answers {ok, session}.
 func TestWatchesCountedAndOwners(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{MaxHolds: 1})
 	p := lockPath(t)
 	watch := s.do(t, "GET", "/v1/election/watch?path="+p, nil)
@@ -73,6 +75,7 @@ func TestWatchesCountedAndOwners(t *testing.T) {
 // TestZeroTimeout: "timeout": "0s" is refused (it once waited for ever);
 // with try it is a try, as the clients send for a timeout of 0.
 func TestZeroTimeout(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{})
 	p := lockPath(t)
 	for _, route := range []string{"/v1/lock/acquire", "/v1/election/campaign"} {

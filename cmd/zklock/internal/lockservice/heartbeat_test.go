@@ -109,6 +109,7 @@ func throughProxy(t *testing.T, s *served, idle time.Duration) *served {
 // timeout, the proxy cuts the holder's stream and its lock is released
 // (the proxy is a real one).
 func TestHeartbeatsKeepStreamsThroughAnIdleTimeout(t *testing.T) {
+	t.Parallel()
 	const idle = 600 * time.Millisecond // 6 heartbeats: room for a loaded machine
 	s := serve(t, lockservice.Config{Heartbeat: 100 * time.Millisecond})
 	px := throughProxy(t, s, idle)
@@ -191,6 +192,7 @@ func TestHeartbeatsKeepStreamsThroughAnIdleTimeout(t *testing.T) {
 // at once. With no heartbeat due, the lock stays held: the script would
 // hold it for ever.
 func TestHeartbeatFindsACallerThatStoppedReading(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed (no curl in $PATH): this test drives it")
 	}

@@ -17,6 +17,7 @@ import (
 // service were cut off). A TTL within the granted bound is granted, holds a
 // lock and is kept alive.
 func TestLeaseTTLFromGrantedTimeout(t *testing.T) {
+	t.Parallel()
 	const granted = 4500 * time.Millisecond
 	zc := zktest.Start(t, zktest.WithMaxSessionTimeout(granted))
 	s := serveAsking(t, 12*time.Second, lockservice.Config{}, zc.Addrs()...)
@@ -43,6 +44,7 @@ func TestLeaseTTLFromGrantedTimeout(t *testing.T) {
 // caller may work until its deadline, and the service's stop must not end
 // its locks before then.
 func TestMaxLeaseTTLCoversLiveLeases(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{})
 	bound := s.client.SessionTimeout() / 3
 	require.Equal(t, bound, s.svc.MaxLeaseTTL())

@@ -63,6 +63,7 @@ func (s *served) errorCode(t *testing.T, status int, method, route string, body 
 // expiryMargin of the last keep-alive's sending, the waiter is granted only
 // after, and the next keep-alive and release answer 410 lease_expired.
 func TestLeaseExpiry(t *testing.T) {
+	t.Parallel()
 	s := serveAsking(t, leaseSession, lockservice.Config{})
 	p := lockPath(t)
 	const ttl = time.Second
@@ -106,6 +107,7 @@ func TestLeaseExpiry(t *testing.T) {
 // semaphore's 3 permits, lists them, releases one by id, loses one to a
 // deletion (its release answers 409 lost), and a revoke releases the rest.
 func TestLeaseRevokeAndRelease(t *testing.T) {
+	t.Parallel()
 	s := serveAsking(t, leaseSession, lockservice.Config{})
 	id := s.grantLease(t, "2s")
 	pm, pr, ps, px := lockPath(t), lockPath(t), lockPath(t), lockPath(t)
@@ -171,6 +173,7 @@ func contenders(t *testing.T, c *zklock.Client, path string) []zklock.Contender 
 // TestLeaseBounds: TTLs out of range, a wait without a timeout, too many
 // leases or holdings, another caller's lease: refused with the message.
 func TestLeaseBounds(t *testing.T) {
+	t.Parallel()
 	s := serveAsking(t, leaseSession, lockservice.Config{MaxLeases: 1, MaxHolds: 1, Tokens: map[string]string{"a": "alice", "b": "bob"}})
 	s.token = "a"
 	for _, ttl := range []string{"10ms", "2001ms", "1h", "soon", ""} {
@@ -206,6 +209,7 @@ func TestLeaseBounds(t *testing.T) {
 // stopped and another started in its place: the lock is free, and the
 // caller's next call with the lease answers 410 lease_lost.
 func TestLeaseServiceRestarted(t *testing.T) {
+	t.Parallel()
 	first := serveAsking(t, leaseSession, lockservice.Config{})
 	p := lockPath(t)
 	id := first.grantLease(t, "2s")
@@ -243,6 +247,7 @@ func TestLeaseServiceRestarted(t *testing.T) {
 // (lease_expired, its TTL passed unacknowledged, or lease_lost), and a waiter on another session is granted only after the
 // caller's rule (last acknowledged keep-alive's sending + TTL) has passed.
 func TestLeaseSessionCut(t *testing.T) {
+	t.Parallel()
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	s := serveAsking(t, leaseSession, lockservice.Config{}, proxy.Addr())
 	p := lockPath(t)
@@ -318,6 +323,7 @@ func TestLeaseSessionCut(t *testing.T) {
 // service's own proof, so some keep-alives may be refused (503); never so
 // many in a row that the caller's rule would end the lease.
 func TestLeaseLongestTTLKeptAlive(t *testing.T) {
+	t.Parallel()
 	s := serveAsking(t, leaseSession, lockservice.Config{})
 	p := lockPath(t)
 	ttl := leaseSession / 3
@@ -349,6 +355,7 @@ func TestLeaseLongestTTLKeptAlive(t *testing.T) {
 // caller's other token (a rotation) keeps its stream. A removed token is
 // refused (401), an added one accepted.
 func TestSetTokens(t *testing.T) {
+	t.Parallel()
 	s := serveAsking(t, leaseSession, lockservice.Config{Heartbeat: 100 * time.Millisecond, Tokens: map[string]string{"old": "alice", "new": "alice", "b": "bob"}})
 	as := func(tok string) *served { c := *s; c.token = tok; return &c }
 	old, nw, bob := as("old"), as("new"), as("b")

@@ -15,6 +15,7 @@ import (
 // unreachable and a stream with failed, never as granted: the caller would
 // work while the next waiter holds the lock. Nothing is left behind.
 func TestLostAtGrantIsNotGranted(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{})
 	lockservice.StageLostAtGrant(s.svc)
 	id := s.grantLease(t, "1s")

@@ -78,6 +78,7 @@ var schemaTypes = map[string]any{
 }
 
 func TestOpenAPIRoutesAreTheServedOnes(t *testing.T) {
+	t.Parallel()
 	doc := openAPI(t)
 	var documented, served []string
 	for p, ops := range doc.Paths {
@@ -94,6 +95,7 @@ func TestOpenAPIRoutesAreTheServedOnes(t *testing.T) {
 }
 
 func TestOpenAPIFieldNames(t *testing.T) {
+	t.Parallel()
 	doc := openAPI(t)
 	var names []string
 	for n := range doc.Components.Schemas {
@@ -124,6 +126,7 @@ func TestOpenAPIFieldNames(t *testing.T) {
 // TestOpenAPIEveryRouteAnswers sends each documented operation a minimal
 // request: it answers with a status the description lists, in its content type.
 func TestOpenAPIEveryRouteAnswers(t *testing.T) {
+	t.Parallel()
 	doc := openAPI(t)
 	s := serve(t, lockservice.Config{})
 	for p, ops := range doc.Paths {

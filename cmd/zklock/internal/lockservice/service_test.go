@@ -19,6 +19,7 @@ import (
 // raw connection: the holder's stream says "lost" before the waiter's says
 // "granted" (Seq orders the service's writes).
 func TestLostLockReportedBeforeTheNextGrant(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{})
 	p := lockPath(t)
 	a := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: p})
@@ -54,6 +55,7 @@ func TestLostLockReportedBeforeTheNextGrant(t *testing.T) {
 // queued; a release by id ends the stream with "released"; a caller that
 // closes its request releases.
 func TestReleaseAndOrder(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{})
 	p := lockPath(t)
 	var st []*stream
@@ -82,6 +84,7 @@ func TestReleaseAndOrder(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{Prefix: "/zklock-serve-test", Tokens: map[string]string{"s3cret": "app"}, MaxHolds: 1})
 	p := lockPath(t)
 	for _, tc := range []struct {
@@ -149,6 +152,7 @@ func TestRefusals(t *testing.T) {
 
 // TestKinds: readers share, a writer waits for them; a semaphore of 2.
 func TestKinds(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{})
 	p := lockPath(t)
 	r1 := s.open(t, "/v1/lock/acquire", lockservice.AcquireRequest{Path: p, Kind: "read"})
@@ -179,6 +183,7 @@ func TestKinds(t *testing.T) {
 
 // TestElection: campaign, read the leader, watch it change.
 func TestElection(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{})
 	p := lockPath(t)
 	code, body := s.call(t, "GET", "/v1/election/leader?path="+p, nil)
@@ -244,6 +249,7 @@ func nextLeader(t *testing.T, events <-chan string) lockservice.LeaderResponse {
 // "presumed_lost" while the session may still say connected), until
 // ZooKeeper answers again.
 func TestServiceCutOff(t *testing.T) {
+	t.Parallel()
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	s := serve(t, lockservice.Config{}, proxy.Addr())
 	p := lockPath(t)
@@ -277,6 +283,7 @@ func TestServiceCutOff(t *testing.T) {
 // page with Origin null (sandboxed, or a local file) is refused without
 // advice to let every such page in.
 func TestRequestEdges(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{Tokens: map[string]string{"s3cret": "alice"}})
 	send := func(method, route, ctype, auth, origin, body string) (*http.Response, lockservice.ErrorResponse) {
 		req, err := http.NewRequest(method, s.url+route, strings.NewReader(body))

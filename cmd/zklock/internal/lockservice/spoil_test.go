@@ -15,6 +15,7 @@ import (
 // request for 300 is refused, 2 of a 2-permit bound fit, and a limit above
 // the service's bound is a bad request.
 func TestPermitsCountAgainstMaxHolds(t *testing.T) {
+	t.Parallel()
 	s := serveAsking(t, leaseSession, lockservice.Config{MaxHolds: 2})
 	p := lockPath(t)
 	require.Equal(t, "bad_request", s.errorCode(t, http.StatusBadRequest, "POST", "/v1/lock/acquire",
@@ -38,6 +39,7 @@ func TestPermitsCountAgainstMaxHolds(t *testing.T) {
 // bob claiming to be alice shows as "alice [token bob] (...)". On 42fd6c9 it
 // showed as alice, and nothing said bob held it.
 func TestStatusNamesTheToken(t *testing.T) {
+	t.Parallel()
 	s := serve(t, lockservice.Config{Tokens: map[string]string{"a": "alice", "b": "bob"}})
 	bob := *s
 	bob.token = "b"
