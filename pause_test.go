@@ -46,6 +46,9 @@ func TestServerPauseBelowTheBoundEndsNoLease(t *testing.T) {
 	for T, pauses := range map[time.Duration]int{2 * time.Second: 12, 3 * time.Second: 8} {
 		t.Run(fmt.Sprintf("T%v", T), func(t *testing.T) {
 			ctx := ctxTimeout(t, 2*time.Minute)
+			// How long the word may take to be fresh again after a pause: a
+			// proof gap or two unloaded; much longer when the CPU is shared.
+			freshAgain := max(2*T, 15*time.Second)
 			require.NoError(t, zc.WaitHealthy(ctx))
 			leader, err := zc.Leader()
 			require.NoError(t, err)
@@ -61,7 +64,7 @@ func TestServerPauseBelowTheBoundEndsNoLease(t *testing.T) {
 				// The bound is for a lease whose word is as fresh as the
 				// keep-alive keeps it: after a pause, the answers around it
 				// are proven a proof gap or two later.
-				eventuallyWithin(t, 2*T, "the leader's word fresh again", func() bool {
+				eventuallyWithin(t, freshAgain, "the leader's word fresh again", func() bool {
 					return time.Until(l.Deadline()) >= steadyDeadline(T)
 				})
 				time.Sleep(time.Duration(rand.Int64N(int64(T * 3 / 40)))) // the phase against the keep-alive's syncs
@@ -74,7 +77,7 @@ func TestServerPauseBelowTheBoundEndsNoLease(t *testing.T) {
 				t.Logf("pause %d: %v (%.2f T) of server %d (leader: %v): held, deadline in %v", i, d.Round(time.Millisecond),
 					float64(d)/float64(T), victim, victim == leader, time.Until(l.Deadline()).Round(time.Millisecond))
 			}
-			eventuallyWithin(t, 2*T, "the leader's word fresh again", func() bool {
+			eventuallyWithin(t, freshAgain, "the leader's word fresh again", func() bool {
 				return time.Until(l.Deadline()) >= steadyDeadline(T)
 			})
 			require.NoError(t, l.Release(ctx))

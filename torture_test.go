@@ -128,6 +128,12 @@ func tortureOptions(root string, session time.Duration, onEvent func(zk.Event)) 
 }
 
 func TestTorture(t *testing.T) {
+	if apartTorture != nil {
+		t.Parallel()
+		apartTorture.report(t)
+		return
+	}
+	leaveWithTheParent()
 	cfg := tortureSettings(t)
 	t.Logf("torture: seed=%d duration=%v clients=%d %v (replay: -torture.seed=%d -torture.clients=%d; the configuration is drawn from the seed)", cfg.seed, cfg.duration, cfg.clients, cfg.sw, cfg.seed, cfg.clients)
 	baseline := goleak.IgnoreCurrent()

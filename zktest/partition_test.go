@@ -239,8 +239,10 @@ func TestPartitionErrors(t *testing.T) {
 // TestPartitionProxiesFollowPorts: when start retries on new ports (one was
 // taken), the link proxies are replaced to point at the new ones, and they
 // outlive a server's Kill and Restart.
+//
+// Not parallel: the launch hook is the package's, and would run for any
+// other test's servers too.
 func TestPartitionProxiesFollowPorts(t *testing.T) {
-	t.Parallel()
 	var stolen net.Listener
 	restore := zktest.SetBeforeLaunch(func(addrs []string) {
 		if stolen == nil {

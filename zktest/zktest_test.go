@@ -413,8 +413,10 @@ func TestStartMain(t *testing.T) {
 
 // TestStartRetriesStolenPort: a port taken between choosing it and the JVM
 // binding it makes the server exit; Start retries on new ports.
+//
+// Not parallel: the launch hook is the package's, and would run for any
+// other test's servers too.
 func TestStartRetriesStolenPort(t *testing.T) {
-	t.Parallel()
 	if os.Getenv(zktest.EnvServers) != "" {
 		t.Skip("local servers only")
 	}

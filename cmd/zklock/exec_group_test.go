@@ -182,13 +182,16 @@ func TestExecSeveralPathsLimitFromTheFirstGrant(t *testing.T) {
 	held, err := m.Acquire(t.Context())
 	require.NoError(t, err)
 	pids, events := runFiles(t)
-	p := start(t, "exec", "--max-hold", "3s", "--grace", "10s", first, "--and", second, "--", "sh", "-c",
+	p := start(t, "exec", "--max-hold", "5s", "--grace", "10s", first, "--and", second, "--", "sh", "-c",
 		`trap "" TERM; echo $$ >> $0; echo started >> $1; while :; do sleep 0.05; done`, pids, events)
 	waitQueue(t, c, first, 1)
 	waitQueue(t, c, second, 2)
 	next := start(t, "exec", first, "--", "sh", "-c", survivorsCheck, pids, events)
 	waitQueue(t, c, first, 2)
-	time.Sleep(1200 * time.Millisecond) // the first path held alone for most of its limit: what is tested
+	// The first path held alone for half its limit (what is tested); the
+	// other half leaves a loaded machine room to grant the second path and
+	// start the command before the limit.
+	time.Sleep(2500 * time.Millisecond)
 	require.NoError(t, held.Release(t.Context()))
 	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
 	require.Equal(t, exitHoldLimit, p.wait(t, 20*time.Second), p.errText())

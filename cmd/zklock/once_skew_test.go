@@ -180,7 +180,9 @@ var srvrZxid = regexp.MustCompile(`(?m)^Zxid: (0x[0-9a-f]+)$`)
 // applied transaction (srvr), so that an election goes by id alone.
 func awaitSameZxid(t *testing.T, zc *zktest.Cluster) {
 	t.Helper()
-	eventually(t, "every server at the same zxid", func() bool {
+	// Each session's create and close is a transaction: under load the three
+	// reads can straddle one several times, so this waits longer than most.
+	eventuallyWithin(t, 45*time.Second, "every server at the same zxid", func() bool {
 		seen := map[string]bool{}
 		for _, s := range zc.Servers() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
