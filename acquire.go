@@ -49,6 +49,9 @@ type ask struct {
 	// which stands in for the own-node watch if the node holds at once
 	// (listwatch.go).
 	watchListing bool
+	// hold, if not nil, makes the lease's holding around its node's (a
+	// reentrant hold, reentrant.go).
+	hold func(*nodeHolding) holding
 }
 
 // policy is how the engine treats an ask's node beyond its turn rule: what
@@ -160,7 +163,7 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if err := q.awaitLive(ctx); err != nil {
 		return nil, q.giveUp(err)
 	}
-	l := newLease(q)
+	l := newLease(q, time.Now(), a.hold)
 	if l == nil {
 		return nil, q.giveUp(ErrClosed)
 	}
@@ -233,6 +236,6 @@ func (a *ask) endTrace(l *Lease, err error) {
 	case err != nil:
 		a.trace.Failed(err)
 	default:
-		l.traceHold(a.trace.Granted(l.Node(), l.q.knownToken()))
+		l.traceHold(a.trace.Granted(l.Node(), l.onNode().q.knownToken()))
 	}
 }

@@ -74,21 +74,22 @@ func (rw *RWMutex) downgrade(ctx context.Context, w *Lease) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &queueNode{c: c, path: w.q.path, guid: c.me.newGUID(), seq: w.q.seq, sess: w.q.sess, owner: w.q.owner, style: rw.read, fetched: make(chan struct{})}
+	wn := w.onNode()
+	q := &queueNode{c: c, path: wn.q.path, guid: c.me.newGUID(), seq: wn.q.seq, sess: wn.q.sess, owner: wn.q.owner, style: rw.read, fetched: make(chan struct{})}
 	if q.owner.MaxHold > 0 {
 		// A downgrade is not a new acquisition: the hold limit runs from
 		// w's grant, and the reader publishes what is left of it, so that
 		// a waiter breaking it as overdue counts from its stamp (at the
 		// downgrade) only that.
-		q.owner.MaxHold = max(q.owner.MaxHold-time.Since(w.since), time.Millisecond)
+		q.owner.MaxHold = max(q.owner.MaxHold-time.Since(wn.since), time.Millisecond)
 	}
-	name, _ := rw.read.AtPlaceOf(q.guid, w.q.name) // canDowngrade parsed w's name
+	name, _ := rw.read.AtPlaceOf(q.guid, wn.q.name) // canDowngrade parsed w's name
 	q.setNodePath(q.path + "/" + name)
 	if err := q.createBeside(ctx, w); err != nil {
 		return nil, err
 	}
 	q.createZxid = token
-	r := newLeaseSince(q, w.since)
+	r := newLease(q, wn.since, nil)
 	if r == nil {
 		return nil, q.giveUp(ErrClosed)
 	}
@@ -99,7 +100,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, w *Lease) (*Lease, error) {
 	case err == nil, errors.Is(err, ErrLockLost), errors.Is(err, ErrNotHeld), classify(err) == errStop:
 		// w is over; a delete still under way goes on in the background.
 	case w.held():
-		return r, fmt.Errorf("zklock: downgrade: the write node %s stays, and its lease is still held (release it to finish): %w", w.q.full(), err)
+		return r, fmt.Errorf("zklock: downgrade: the write node %s stays, and its lease is still held (release it to finish): %w", w.Node(), err)
 	}
 	if err := r.Err(); err != nil {
 		return nil, err // the session ended meanwhile: the reader went with it
@@ -110,15 +111,15 @@ func (rw *RWMutex) downgrade(ctx context.Context, w *Lease) (*Lease, error) {
 // canDowngrade says why w cannot be downgraded by rw, or nil.
 func (rw *RWMutex) canDowngrade(w *Lease) error {
 	switch {
-	case w == nil || w.q == nil || w.reentry != nil:
+	case w == nil || w.onNode() == nil || isReentrant(w):
 		return fmt.Errorf("%w: downgrade needs a write lease of an RWMutex", ErrInvalidArgument)
-	case w.c != rw.c || w.q.path != rw.path || w.q.style != rw.write:
-		return fmt.Errorf("%w: downgrade: %s is not a write lease of this RWMutex (%s)", ErrInvalidArgument, w.q.full(), rw.path)
+	case w.c != rw.c || w.onNode().q.path != rw.path || w.onNode().q.style != rw.write:
+		return fmt.Errorf("%w: downgrade: %s is not a write lease of this RWMutex (%s)", ErrInvalidArgument, w.Node(), rw.path)
 	case !rw.write.Downgrades():
 		return fmt.Errorf("%w: downgrade: kazoo's WriteLock has no downgrade, and kazoo's readers would not see a reader at the writer's place (KazooNames)", ErrInvalidArgument)
 	}
-	if _, ok := rw.read.AtPlaceOf("", w.q.name); !ok {
-		return fmt.Errorf("%w: downgrade: %s is not a lock node", ErrInvalidArgument, w.q.full())
+	if _, ok := rw.read.AtPlaceOf("", w.onNode().q.name); !ok {
+		return fmt.Errorf("%w: downgrade: %s is not a lock node", ErrInvalidArgument, w.Node())
 	}
 	return nil
 }
@@ -133,7 +134,7 @@ func (q *queueNode) createBeside(ctx context.Context, w *Lease) error {
 	c := q.c
 	r := c.retrier(ctx, q.sess)
 	for {
-		made := q.sendBeside(w.q)
+		made := q.sendBeside(w.onNode().q)
 		var res result[createdNode]
 		select {
 		case res = <-made:

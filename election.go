@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -121,10 +122,10 @@ func (ld *Leadership) Proclaim(ctx context.Context, value string) error {
 	defer ld.mu.Unlock()
 	next := ld.owner
 	next.Value = value
-	q := ld.lease.q
-	set := &zk.SetDataRequest{Path: q.full(), Data: next.marshal(), Version: -1}
+	node := ld.lease.Node()
+	set := &zk.SetDataRequest{Path: node, Data: next.marshal(), Version: -1}
 	if _, err := ld.lease.Multi(ctx, set); err != nil {
-		return fmt.Errorf("zklock: proclaim on %s: %w", q.path, err)
+		return fmt.Errorf("zklock: proclaim on %s: %w", node[:strings.LastIndex(node, "/")], err)
 	}
 	ld.owner = next
 	return nil

@@ -76,3 +76,20 @@ func (e *OpError) Error() string {
 }
 
 func (e *OpError) Unwrap() error { return e.Err }
+
+// nodeDeletedError is the loss of a lease whose node disappeared with its
+// session alive. During a Release it may be the Release's own delete.
+type nodeDeletedError struct{ node string }
+
+func (e *nodeDeletedError) Error() string {
+	return ErrLockLost.Error() + ": node " + e.node + " was deleted by someone else"
+}
+
+func (e *nodeDeletedError) Unwrap() error { return ErrLockLost }
+
+func deletedByOther(node string) error { return &nodeDeletedError{node} }
+
+func isNodeDeleted(err error) bool {
+	var nd *nodeDeletedError
+	return errors.As(err, &nd)
+}

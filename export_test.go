@@ -18,15 +18,13 @@ func SetHookBeforeLease(fn func()) {
 // has finished; a MultiLock's lease: its first part's.
 // Without the own-node watch there is no such read: it is closed at once.
 func OwnReadDone(l *Lease) <-chan struct{} {
-	if l.parts != nil {
-		l = l.parts[0]
-	}
-	if !l.c.opts.watchOwnNode || l.q.brief {
+	l = l.Parts()[0]
+	if !l.c.opts.watchOwnNode || l.onNode().q.brief {
 		done := make(chan struct{})
 		close(done)
 		return done
 	}
-	return l.q.fetched
+	return l.onNode().q.fetched
 }
 
 // EnsureParents creates lockPath and its missing ancestors, as Acquire does
@@ -40,7 +38,7 @@ func EnsureParents(ctx context.Context, c *Client, lockPath string) error {
 // epoch at the grant, and whether that read came after the node ahead was
 // seen gone. Zeros when l holds from a listing.
 func HandOffProof(l *Lease) (read, grant uint64, after bool) {
-	p := l.q.proof
+	p := l.onNode().q.proof
 	return p.read, p.grant, p.after
 }
 
@@ -82,7 +80,7 @@ func SetHookAfterCreate(fn func()) {
 
 // ListWatched reports that l is watched through its first listing
 // (listwatch.go), not through a read of its node.
-func ListWatched(l *Lease) bool { return l.parts == nil && l.q != nil && l.q.listWatched }
+func ListWatched(l *Lease) bool { return l.onNode() != nil && l.onNode().q.listWatched }
 
 // StallMonitors holds c's loss clock, which every lease monitor takes on
 // each turn of its loop: the monitors stop between two selects until

@@ -57,9 +57,32 @@ func NewLease(b LeaseBackend, info LeaseInfo) (l *Lease, end func(cause error)) 
 	if b == nil || i < 0 || !strings.HasPrefix(info.Node, "/") || info.Token <= 0 {
 		panic("zklock: NewLease needs a backend, an absolute node path and a positive token")
 	}
-	q := &queueNode{path: info.Node[:i], name: info.Node[i+1:], node: info.Node, seq: info.Sequence, createZxid: info.Token, brief: true}
-	l = &Lease{q: q, ext: b, since: time.Now(), revoke: make(chan struct{}), done: make(chan struct{})}
+	l = newLeaseState(nil)
+	l.h = &externalHolding{l: l, b: b, path: info.Node[:i], info: info}
 	return l, l.endExternal
+}
+
+// externalHolding is the holding of a lease made by NewLease: the backend
+// keeps it, and ends it through the end function.
+type externalHolding struct {
+	l    *Lease
+	b    LeaseBackend
+	path string // the lock path: the node's parent
+	info LeaseInfo
+}
+
+func (e *externalHolding) node() string        { return e.info.Node }
+func (e *externalHolding) sequence() int64     { return e.info.Sequence }
+func (e *externalHolding) deadline() time.Time { return time.Time{} }
+func (e *externalHolding) listen()             {}
+func (e *externalHolding) ending(error)        {}
+func (e *externalHolding) err() error          { err, _ := e.l.ended(); return err }
+
+func (e *externalHolding) token(context.Context) (int64, error) {
+	if err := e.err(); err != nil {
+		return 0, err
+	}
+	return e.info.Token, nil
 }
 
 // NewLeadership returns a Leadership that rests on l and published value,
@@ -70,20 +93,16 @@ func NewLeadership(l *Lease, value string) *Leadership {
 	return &Leadership{lease: l, owner: Owner{Value: value}}
 }
 
-// releaseExternal is Release of a lease made by NewLease: the same states
-// as a node's, with the backend's Release in place of the delete.
-func (l *Lease) releaseExternal(ctx context.Context) error {
-	if err := l.beginRelease(); err != nil {
+// release is Release of a lease made by NewLease: the same states as a
+// node's, with the backend's Release in place of the delete.
+func (e *externalHolding) release(ctx context.Context) error {
+	if err := e.l.beginRelease(); err != nil {
 		return err
 	}
-	err := l.ext.Release(ctx)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.errClaimed = true
-	if l.state == leaseEnded {
-		return l.err // lost while the backend released
+	err := e.b.Release(ctx)
+	if end, ended := e.l.finishRelease(func(error) error { return ErrReleased }); !ended {
+		return end // lost while the backend released
 	}
-	l.endLocked(ErrReleased)
 	return err
 }
 
@@ -92,18 +111,10 @@ func (l *Lease) endExternal(cause error) {
 	if cause == nil {
 		cause = ErrLockLost
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.state == leaseEnded {
-		return
-	}
-	l.endLocked(cause)
-	if errors.Is(cause, ErrClosed) {
-		l.errClaimed = true // as endOnClose: Close released it
-	}
+	l.endWith(cause, errors.Is(cause, ErrClosed)) // ErrClosed: as endOnClose, Close released it
 }
 
 // errExternal is what Multi returns on a lease made by NewLease.
-func (l *Lease) errExternal() error {
-	return &OpError{Op: "multi", Path: l.q.path, Err: errors.ErrUnsupported}
+func (e *externalHolding) errExternal() error {
+	return &OpError{Op: "multi", Path: e.path, Err: errors.ErrUnsupported}
 }

@@ -40,8 +40,8 @@ func (l *Lease) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	if err := checkOps(ops); err != nil {
 		return nil, err
 	}
-	if l.ext != nil {
-		return nil, l.errExternal()
+	if e, ok := l.h.(*externalHolding); ok {
+		return nil, e.errExternal()
 	}
 	if err := l.Err(); err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func (l *Lease) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 	parts := l.Parts()
 	all := make([]any, 0, len(parts)+len(ops))
 	for _, p := range parts {
-		all = append(all, &zk.CheckVersionRequest{Path: p.q.full(), Version: -1})
+		all = append(all, &zk.CheckVersionRequest{Path: p.Node(), Version: -1})
 	}
 	all = append(all, ops...)
 	c := l.c
@@ -135,8 +135,8 @@ func guardLoss(parts []*Lease, res []zk.MultiResponse, err error) error {
 	}
 	for i, p := range parts {
 		if i < len(res) && errors.Is(res[i].Error, zk.ErrNoNode) {
-			lost := deletedByOther(p.q.full())
-			if p.q.goneReason() == errSessionOver {
+			lost := deletedByOther(p.Node())
+			if p.onNode().q.goneReason() == errSessionOver {
 				lost = p.c.sessionLoss()
 			}
 			p.lose(lost)

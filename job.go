@@ -246,7 +246,7 @@ func (j *Job) begin(ctx context.Context, r *JobRun) (Run, error) {
 		slot = s
 	}
 	r.success = rec.success
-	run := Run{Slot: slot, Period: j.period, Calendar: j.schedule(), Owner: r.lease.q.owner, Start: time.UnixMilli(now), Outcome: "running"}
+	run := Run{Slot: slot, Period: j.period, Calendar: j.schedule(), Owner: r.lease.onNode().q.owner, Start: time.UnixMilli(now), Outcome: "running"}
 	_, err := r.write(ctx, run)
 	return run, err
 }

@@ -45,7 +45,7 @@ func (j *Job) reset(ctx context.Context, r *JobRun) (replaced, reset Run, err er
 	if err != nil {
 		return Run{}, Run{}, err
 	}
-	reset = Run{Period: j.period, Calendar: j.schedule(), Owner: r.lease.q.owner, Outcome: "reset"}
+	reset = Run{Period: j.period, Calendar: j.schedule(), Owner: r.lease.onNode().q.owner, Outcome: "reset"}
 	if rec.run.Period > 0 {
 		// the replaced record's period and calendar, and its slot: the
 		// reset record never moves back to an earlier period than it

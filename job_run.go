@@ -93,14 +93,14 @@ func (r *JobRun) End(ctx context.Context, cause string, ferr error) (Run, error)
 // armHoldLimit sets the timer that records the run's end by the hold limit
 // a moment before the limit ends the lease (see End).
 func (r *JobRun) armHoldLimit() {
-	l := r.lease
+	l, n := r.lease, r.lease.onNode()
 	limit := l.c.opts.maxHold
-	if limit <= 0 || l.q.brief {
+	if limit <= 0 || n.q.brief {
 		return
 	}
 	margin := min(limit/10, time.Second)
 	r.limited = make(chan struct{})
-	r.limit = time.AfterFunc(time.Until(l.since.Add(limit-margin)), func() {
+	r.limit = time.AfterFunc(time.Until(n.since.Add(limit-margin)), func() {
 		defer close(r.limited)
 		r.mu.Lock()
 		ended := r.ended

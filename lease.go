@@ -3,7 +3,6 @@ package zklock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -21,23 +20,10 @@ import (
 // itself with the fencing token: have it reject writes carrying a token lower
 // than the highest it has seen.
 type Lease struct {
-	c     *Client
-	q     *queueNode
-	parts []*Lease // a MultiLock's lease is made of parts, and has no node of its own
-	// reentry, on a ReentrantMutex's lease, counts Release against its hold
-	// (reentrant.go); set once, before the lease is returned.
-	reentry *reentrantHold
-	ext     interface{ Release(context.Context) error } // a holding kept outside ZooKeeper, by a test double; q has no client then
-	since   time.Time                                   // granted
-	unkeep  func()                                      // ends the keep-alive's demand (keepalive.go)
-
-	presumed    chan struct{} // closed when the connection dropped and there is no wire clock; nil with one
-	presumeOnce sync.Once
+	c *Client // nil for a lease kept outside ZooKeeper (NewLease)
+	h holding // what is held, as the primitive that granted it keeps it; set once, before the lease is returned
 
 	revoke chan struct{} // closed when someone asks the holder to release (revoke.go), under mu
-	// dataWatch, for a lease watched through its listing (listwatch.go),
-	// asks its monitor for the own-node watch that hears revoke.
-	dataWatch *dataWatch
 
 	mu         sync.Mutex
 	state      leaseState
@@ -48,6 +34,22 @@ type Lease struct {
 	onEnd      []func(error) // run when the lease ends, under mu: they must not block
 	onRevoke   []func()      // run when a release is asked for, under mu (revoke.go)
 	hold       HoldSpan      // the hold's trace, nil unless the client traces; under mu
+}
+
+// holding is what a Lease holds, given to it by the primitive that granted
+// it: a lock node (nodeHolding, leasenode.go), a reentrant hold on one
+// (reentrant.go), a MultiLock's parts (multilock.go), or a test double's
+// backend (external.go). The lease keeps the states and their transitions;
+// the holding answers for what it holds, and gives it up through them.
+type holding interface {
+	node() string                             // Node
+	sequence() int64                          // Sequence
+	token(ctx context.Context) (int64, error) // Token
+	err() error                               // Err: the loss rule applied now
+	release(ctx context.Context) error        // Release
+	deadline() time.Time                      // Deadline
+	listen()                                  // someone waits on RevokeRequested
+	ending(err error)                         // the lease ends with err: under its lock, before Done closes
 }
 
 // leaseState is where a lease is in its life. The transitions, all in this
@@ -64,50 +66,19 @@ const (
 	leaseEnded
 )
 
-// newLease registers q as a held lease of its client and starts its monitor; nil if the
-// client is closing. A lease that must already be presumed lost (a pause
-// between the grant and now, a connection that just dropped) is returned
-// with Done closed.
-func newLease(q *queueNode) *Lease { return newLeaseSince(q, time.Now()) }
-
-// newLeaseSince is newLease for a holding granted at since: a downgraded
-// reader's, which goes on with the writer's holding (its hold limit runs
-// from the writer's grant).
-func newLeaseSince(q *queueNode, since time.Time) *Lease {
-	c := q.c
-	l := &Lease{c: c, q: q, since: since, revoke: make(chan struct{}), done: make(chan struct{}), dataWatch: newDataWatch(q.listWatched)}
-	if c.wire == nil { // with the wire clock, nothing closes it: a lease of Connect's does without
-		l.presumed = make(chan struct{})
-	}
-	if !c.register(l) {
-		return nil
-	}
-	l.unkeep = c.keep.want(true)
-	if err := q.lossCheck(); err != nil {
-		l.lose(err)
-	}
-	l.stampGrant()
-	go l.monitor()
-	return l
+// newLeaseState is a held lease of c with no holding yet: the primitive
+// that makes it sets h before anyone else sees it.
+func newLeaseState(c *Client) *Lease {
+	return &Lease{c: c, revoke: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Node returns the full path of the lock node (a MultiLock's lease: its
 // parts' nodes, comma-separated).
-func (l *Lease) Node() string {
-	if l.parts != nil {
-		return l.multiNodes()
-	}
-	return l.q.full()
-}
+func (l *Lease) Node() string { return l.h.node() }
 
 // Sequence returns the node's sequence number within its lock path (a
 // MultiLock's lease: its first part's).
-func (l *Lease) Sequence() int64 {
-	if l.parts != nil {
-		return l.parts[0].Sequence()
-	}
-	return l.q.seq
-}
+func (l *Lease) Sequence() int64 { return l.h.sequence() }
 
 // Token returns the fencing token: the creation zxid of the lock node, unique
 // across the ensemble and larger for every later holder of the same path,
@@ -121,41 +92,7 @@ func (l *Lease) Sequence() int64 {
 // ErrLockLost, ErrReleased, ...): a token is only ever a holder's. Like
 // Err, it applies the loss rule at the moment it is called. A MultiLock's lease returns the highest of
 // its parts' tokens; each part's own Token fences the resource of its path.
-func (l *Lease) Token(ctx context.Context) (int64, error) {
-	if l.parts != nil {
-		return l.multiToken(ctx)
-	}
-	t, err := l.readToken(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if err := l.Err(); err != nil {
-		return 0, err // a token is a claim to hold the lock: never one of an ended lease
-	}
-	return t, nil
-}
-
-// readToken returns the node's creation zxid, reading the node if the
-// create's reply did not carry it.
-func (l *Lease) readToken(ctx context.Context) (int64, error) {
-	if t := l.q.createZxid; t != 0 {
-		return t, nil // read off the create's reply
-	}
-	l.q.startFetch() // already under way unless the own-node watch is off
-	select {
-	case <-l.q.fetched:
-	case <-ctx.Done():
-		return 0, l.c.ctxErr(ctx)
-	case <-l.done:
-		if !isDone(l.q.fetched) {
-			return 0, l.Err()
-		}
-	}
-	if l.q.fetchErr != nil {
-		return 0, fetchLost(l.q.full(), l.q.fetchErr) // the monitor ends the lease with the same
-	}
-	return l.q.czxid, nil
-}
+func (l *Lease) Token(ctx context.Context) (int64, error) { return l.h.token(ctx) }
 
 // Done returns a channel closed when the lease ends for any reason: Release,
 // loss, or Close.
@@ -165,31 +102,7 @@ func (l *Lease) Done() <-chan struct{} { return l.done }
 // ErrClosed, or an error matching ErrLockLost that wraps the cause. It applies
 // the loss rule at the moment it is called, so a holder that was paused learns
 // of a loss from Err even before the monitor has run.
-func (l *Lease) Err() error {
-	if l.parts != nil {
-		return l.multiErr()
-	}
-	l.mu.Lock()
-	state, err := l.state, l.err
-	l.mu.Unlock()
-	if state == leaseEnded {
-		return err
-	}
-	if lerr := l.q.lossCheck(); lerr != nil {
-		l.lose(lerr)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
-
-// presumeLost is called from the event goroutine when the connection dropped
-// and there is no wire clock; it must not block.
-func (l *Lease) presumeLost() {
-	if l.presumed != nil {
-		l.presumeOnce.Do(func() { close(l.presumed) })
-	}
-}
+func (l *Lease) Err() error { return l.h.err() }
 
 // Release gives the lock up: it deletes the node and closes Done. A second
 // Release returns ErrNotHeld. Releasing a lease that was lost returns its loss
@@ -204,49 +117,40 @@ func (l *Lease) presumeLost() {
 //
 // A ReentrantMutex's lease releases one hold, as ReentrantMutex.Release does:
 // only the last deletes the node.
-func (l *Lease) Release(ctx context.Context) error {
-	switch {
-	case l.parts != nil:
-		return l.multiRelease(ctx)
-	case l.reentry != nil:
-		return l.reentry.release(ctx)
-	case l.ext != nil:
-		return l.releaseExternal(ctx)
-	}
-	return l.releaseNode(ctx)
+func (l *Lease) Release(ctx context.Context) error { return l.h.release(ctx) }
+
+// Deadline returns the moment the lease will be presumed lost unless
+// ZooKeeper's leader is heard from again before then: 80 % of the granted
+// session timeout after the leader last confirmed the session. It moves
+// forward as contact is proven (while a lease is held, zklock proves it
+// about every 0.3 of the timeout), and it is the latest moment a holder may
+// rely on the lease without asking Err again: a service that promises its
+// own callers a lease (zklock serve) promises no later than this. It is in
+// the past once the lease has ended. A MultiLock's lease returns its parts'
+// earliest. The zero time when no deadline is known: a client made by
+// NewClient (which cannot time the bytes: its leases end when the
+// connection drops), or a lease kept outside ZooKeeper (NewLease).
+func (l *Lease) Deadline() time.Time { return l.h.deadline() }
+
+// ended returns why the lease ended and whether it has; err is nil while
+// it is held or being released.
+func (l *Lease) ended() (error, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err, l.state == leaseEnded
 }
 
-// releaseNode deletes the node: Release of a plain lease, the last hold's of
-// a reentrant one.
-func (l *Lease) releaseNode(ctx context.Context) error {
-	if err := l.beginRelease(); err != nil {
-		return err
-	}
-	how, err := l.q.removeWithin(ctx, l.done)
-	switch {
-	case errors.Is(err, errLeaseEnded):
-		return l.endRelease(removedUnknown) // the loss; the delete goes on in the background
-	case classify(err) == errStop:
-		l.endRelease(removedUnknown) // the delete goes on in the background
-		return err
-	case err != nil:
-		if end := l.refusedRelease(err); end != err {
-			return end // a loss ended the lease meanwhile
-		}
-		return fmt.Errorf("zklock: release %s: %w", l.q.full(), err)
-	}
-	return l.endRelease(how)
+// held reports a lease that is neither ended nor being released.
+func (l *Lease) held() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state == leaseHeld
 }
 
 // beginRelease moves a held lease to releasing, or says why it cannot. The
-// loss rule goes first: a lease that must be presumed lost is not released
-// but lost.
+// holding applies the loss rule first: a lease that must be presumed lost
+// is not released but lost.
 func (l *Lease) beginRelease() error {
-	if l.held() {
-		if lerr := l.q.lossCheck(); lerr != nil {
-			l.lose(lerr)
-		}
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch l.state {
@@ -263,66 +167,45 @@ func (l *Lease) beginRelease() error {
 	return nil
 }
 
-// endRelease applies how the node went: only our own delete makes a
-// release; a node someone else deleted, or a session that ended, is the loss
-// it is. A loss that ended the lease meanwhile stands. It returns what
-// Release returns.
-func (l *Lease) endRelease(how removal) error {
+// finishRelease ends a Release with the end endOf makes of the loss seen
+// meanwhile (deferred; ErrReleased for a release); a loss that ended the
+// lease meanwhile stands. It returns what Release returns, and whether
+// this call ended the lease.
+func (l *Lease) finishRelease(endOf func(deferred error) error) (error, bool) {
 	l.mu.Lock()
-	if l.state == leaseEnded {
-		l.errClaimed = true
-		err := l.err
-		l.mu.Unlock()
-		return err
-	}
-	end := ErrReleased
-	switch how {
-	case removedByOther:
-		end = deletedByOther(l.q.full())
-		if l.deferred != nil {
-			end = l.deferred
-		}
-	case removedWithSession:
-		end = l.c.sessionLoss()
-	}
-	l.endLocked(end)
+	defer l.mu.Unlock()
 	l.errClaimed = true
-	l.mu.Unlock()
-	l.forget()
-	if end == ErrReleased {
-		return nil
+	if l.state == leaseEnded {
+		return l.err, false
 	}
-	return end
+	end := endOf(l.deferred)
+	l.endLocked(end)
+	if end == ErrReleased {
+		return nil, true
+	}
+	return end, true
 }
 
-// refusedRelease handles a delete the server refused: the node is still
-// there, so the lease is held again and still watched, and a node-deleted
-// loss seen meanwhile takes effect. Once Close has begun, the lease ends
-// instead: closing the session removes the node. It returns what Release
-// reports: the loss, if one ended the lease meanwhile, or delErr.
-func (l *Lease) refusedRelease(delErr error) error {
+// refuse handles a delete the server refused: the node is still there, so
+// the lease is held again, and the loss seen meanwhile (deferred) is the
+// holding's to apply. Once Close has begun, the lease ends instead
+// (closed): closing the session removes the node. A loss that ended the
+// lease meanwhile is returned as ended.
+func (l *Lease) refuse() (ended, deferred error, closed bool) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	switch {
 	case l.state == leaseEnded:
 		l.errClaimed = true
-		err := l.err
-		l.mu.Unlock()
-		return err
+		return l.err, nil, false
 	case l.c.isClosed():
 		l.endLocked(ErrClosed)
 		l.errClaimed = true
-		l.mu.Unlock()
-		l.forget()
-		return delErr
+		return nil, nil, true
 	}
 	l.state = leaseHeld
-	deferred := l.deferred
-	l.deferred = nil
-	l.mu.Unlock()
-	if deferred != nil {
-		l.lose(deferred)
-	}
-	return delErr
+	deferred, l.deferred = l.deferred, nil
+	return nil, deferred, false
 }
 
 // endOnClose ends a held lease for Close, before its node is deleted: its
@@ -340,13 +223,47 @@ func (l *Lease) endOnClose() bool {
 	return true
 }
 
+// endByLoss ends the lease with err (a loss, or the hold limit) and says
+// whether it did, and whether a Release was under way. While a Release is
+// deleting the node, a node-deleted loss may be that very delete: it waits
+// for the delete's outcome; any other loss ends the lease at once.
+func (l *Lease) endByLoss(err error) (ended, releasing bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	releasing = l.state == leaseReleasing
+	switch {
+	case l.state == leaseEnded:
+		return false, releasing
+	case releasing && isNodeDeleted(err):
+		if l.deferred == nil {
+			l.deferred = err
+		}
+		return false, releasing
+	}
+	l.endLocked(err)
+	return true, releasing
+}
+
+// endWith ends a held or releasing lease with cause, at once (a test
+// double's end function); closed marks it released by Close, so a later
+// Release says ErrNotHeld.
+func (l *Lease) endWith(cause error, closed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state == leaseEnded {
+		return
+	}
+	l.endLocked(cause)
+	if closed {
+		l.errClaimed = true
+	}
+}
+
 // endLocked closes Done with err and runs the end hooks; l.mu is held.
 func (l *Lease) endLocked(err error) {
 	l.state = leaseEnded
 	l.err = err
-	if !l.q.brief { // before Done closes: whoever waits on Done finds the end counted
-		l.c.opts.metrics.Ended(l.q.style.Kind, time.Since(l.since), err)
-	}
+	l.h.ending(err) // before Done closes: whoever waits on Done finds the end counted
 	close(l.done)
 	if l.hold != nil {
 		l.hold.Ended(err)
@@ -370,65 +287,48 @@ func (l *Lease) whenEnded(fn func(error)) {
 	l.onEnd = append(l.onEnd, fn)
 }
 
-// lose ends the lease with err (a loss, or the hold limit) and removes its
-// node in the background if the session may still hold it, so the queue
-// behind it moves. While a
-// Release is deleting the node, a node-deleted loss may be that very delete:
-// it waits for the delete's outcome; any other loss ends the lease at once.
-func (l *Lease) lose(err error) {
-	err = l.overdueEnd(err)
-	l.mu.Lock()
-	releasing := l.state == leaseReleasing
-	switch {
-	case l.state == leaseEnded:
-		l.mu.Unlock()
-		return
-	case releasing && isNodeDeleted(err):
-		if l.deferred == nil {
-			l.deferred = err
-		}
-		l.mu.Unlock()
-		return
-	}
-	l.endLocked(err)
-	l.mu.Unlock()
-	c := l.c
-	if errors.Is(err, ErrHoldLimit) {
-		c.log.Info("zklock: hold limit reached; releasing", "node", l.q.full(), "limit", c.opts.maxHold)
-	} else {
-		c.log.Warn("zklock: lock lost", "node", l.q.full(), "err", err)
-	}
-	l.forget()
-	if !releasing { // a Release is deleting it already
-		// Delete by name even if the session seems over: the name carries
-		// our GUID, and a node that is already gone costs one NoNode.
-		l.q.removeInBackground()
-	}
-}
+// A lease whose holding is made of leases of its own (a MultiLock's) has
+// its end told by them: Err asks the parts, and Done closes with no error
+// of the lease's own.
 
-// forget takes l off its client's held leases.
-func (l *Lease) forget() {
-	l.c.forget(l)
-	if l.unkeep != nil {
-		l.unkeep()
-	}
-}
-
-// releaseOnClose ends a lease still held when its client closes, and deletes
-// its node within ctx.
-func (l *Lease) releaseOnClose(ctx context.Context) {
-	if !l.endOnClose() {
-		return
-	}
-	l.forget()
-	if _, err := l.q.removeWithin(ctx, nil); err != nil && classify(err) != errStop {
-		l.c.log.Warn("zklock: removing a lease's node on close", "node", l.Node(), "err", err)
-	}
-}
-
-// held reports a lease that is neither ended nor being released.
-func (l *Lease) held() bool {
+// claimRelease moves such a lease to releasing; false if a Release has
+// reported its end already.
+func (l *Lease) claimRelease() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.state == leaseHeld
+	if l.errClaimed {
+		return false
+	}
+	l.errClaimed = true
+	if l.state == leaseHeld {
+		l.state = leaseReleasing
+	}
+	return true
+}
+
+// unclaimRelease undoes claimRelease: a part is still held.
+func (l *Lease) unclaimRelease() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errClaimed = false
+	if l.state == leaseReleasing {
+		l.state = leaseHeld
+	}
+}
+
+// releasing reports a lease whose Release is under way.
+func (l *Lease) releasing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state == leaseReleasing
+}
+
+// closeDone ends such a lease: Done closes.
+func (l *Lease) closeDone() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != leaseEnded {
+		l.state = leaseEnded
+		close(l.done)
+	}
 }

@@ -22,13 +22,14 @@ import (
 func (l *Lease) monitor() {
 	c := l.c
 	defer c.wg.Done()
-	q := l.q
+	n := l.onNode()
+	q := n.q
 	fetched := q.fetched // without the own-node watch, closed only if Token reads the node
-	sessLost, presumed := q.sess.lost, l.presumed
+	sessLost, presumed := q.sess.lost, n.presumed
 	var w ownWatchState
 	limit, stopLimit := l.holdLimit()
 	defer stopLimit()
-	dataWanted := l.dataWatch.nodeWatchRequested() // a listing-watched lease's RevokeRequested
+	dataWanted := n.dataWatch.nodeWatchRequested() // a listing-watched lease's RevokeRequested
 	for {
 		var lost error
 		select {
@@ -107,12 +108,12 @@ func (w *ownWatchState) onRewatch(l *Lease, r result[ownWatch]) error {
 			l.revokeRequested()
 		}
 	case errors.Is(r.err, zk.ErrNoNode):
-		return deletedByOther(l.q.full())
+		return deletedByOther(l.onNode().q.full())
 	case errors.Is(r.err, zk.ErrNoAuth):
 		// A node its holder may not read cannot be watched: as when the
 		// first read of the node fails so (a lease watched through its
 		// listing makes its first read here).
-		return fetchLost(l.q.full(), r.err)
+		return fetchLost(l.onNode().q.full(), r.err)
 	default: // never give the watch up: the loss checks cover the session meanwhile
 		w.again = time.After(w.delay.next())
 	}
@@ -123,7 +124,7 @@ func (w *ownWatchState) onRewatch(l *Lease, r result[ownWatch]) error {
 // is being released (listwatch.go): then it looks again later.
 func (w *ownWatchState) onRetryTimer(l *Lease) {
 	w.again = nil
-	if l.q.listWatched && !l.held() {
+	if l.onNode().q.listWatched && !l.held() {
 		w.again = time.After(listRecheck)
 		return
 	}
@@ -133,7 +134,7 @@ func (w *ownWatchState) onRetryTimer(l *Lease) {
 // onNodeWatchWanted replaces a listing's watch with the own-node watch, which hears
 // requests to release (RevokeRequested).
 func (w *ownWatchState) onNodeWatchWanted(l *Lease) {
-	if l.q.listWatched && !w.onNode && w.rewatch == nil && w.again == nil {
+	if l.onNode().q.listWatched && !w.onNode && w.rewatch == nil && w.again == nil {
 		w.rewatch = l.watchOwnNode()
 	}
 }
@@ -144,17 +145,17 @@ func (l *Lease) ownNodeEvent(ev zk.Event) error {
 	c := l.c
 	switch {
 	case ev.Type == zk.EventNodeDeleted:
-		if c.wire != nil && c.clock.untilLossDeadlineOf(l.q.sess.id) <= 0 {
+		if c.wire != nil && c.clock.untilLossDeadlineOf(l.onNode().q.sess.id) <= 0 {
 			// Woken after a pause: the server expired the session and
 			// deleted the node itself.
-			return fmt.Errorf("%w: no word from ZooKeeper's leader for longer than the session can be trusted (node %s is gone)", ErrLockLost, l.q.full())
+			return fmt.Errorf("%w: no word from ZooKeeper's leader for longer than the session can be trusted (node %s is gone)", ErrLockLost, l.onNode().q.full())
 		}
-		return deletedByOther(l.q.full())
+		return deletedByOther(l.onNode().q.full())
 	case ev.Type == zk.EventNotWatching:
 		if c.isClosed() {
 			return ErrClosed
 		}
-		return fmt.Errorf("%w: watch on %s ended: %w", ErrLockLost, l.q.full(), ev.Err)
+		return fmt.Errorf("%w: watch on %s ended: %w", ErrLockLost, l.onNode().q.full(), ev.Err)
 	}
 	return nil
 }
@@ -167,7 +168,7 @@ type ownWatch struct {
 
 // watchOwnNode sets the own-node watch again, without blocking the monitor.
 func (l *Lease) watchOwnNode() <-chan result[ownWatch] {
-	c, node := l.c, l.q.full()
+	c, node := l.c, l.onNode().q.full()
 	return goCall(c, func() (ownWatch, error) {
 		if hook := testHookRewatch.Load(); hook != nil {
 			(*hook)()
@@ -180,23 +181,6 @@ func (l *Lease) watchOwnNode() <-chan result[ownWatch] {
 // testHookRewatch, set only by tests, runs before the own-node watch is set
 // again after it fired.
 var testHookRewatch atomic.Pointer[func()]
-
-// nodeDeletedError is the loss of a lease whose node disappeared with its
-// session alive. During a Release it may be the Release's own delete.
-type nodeDeletedError struct{ node string }
-
-func (e *nodeDeletedError) Error() string {
-	return ErrLockLost.Error() + ": node " + e.node + " was deleted by someone else"
-}
-
-func (e *nodeDeletedError) Unwrap() error { return ErrLockLost }
-
-func deletedByOther(node string) error { return &nodeDeletedError{node} }
-
-func isNodeDeleted(err error) bool {
-	var nd *nodeDeletedError
-	return errors.As(err, &nd)
-}
 
 // fetchLost turns a failed read of the lease's own node into the loss it means.
 func fetchLost(node string, err error) error {
@@ -254,11 +238,11 @@ func (c *Client) sessionLoss() error {
 // (WithMaxHold); nil without one, and for a lease zklock takes for a moment
 // on its own behalf (a semaphore's turnstile).
 func (l *Lease) holdLimit() (<-chan time.Time, func() bool) {
-	d := l.c.opts.maxHold
-	if d <= 0 || l.q.brief {
+	d, n := l.c.opts.maxHold, l.onNode()
+	if d <= 0 || n.q.brief {
 		return nil, func() bool { return false }
 	}
-	t := time.NewTimer(d - time.Since(l.since))
+	t := time.NewTimer(d - time.Since(n.since))
 	return t.C, t.Stop
 }
 
@@ -267,8 +251,8 @@ func (l *Lease) holdLimit() (<-chan time.Time, func() bool) {
 // record someone changed since the create (a request to release) is left:
 // that holder is then never broken.
 func (l *Lease) stampGrant() {
-	q := l.q
-	if l.c.opts.maxHold <= 0 || q.brief || l.parts != nil {
+	q := l.onNode().q
+	if l.c.opts.maxHold <= 0 || q.brief {
 		return
 	}
 	rec := q.owner
@@ -291,32 +275,14 @@ func (l *Lease) traceHold(h HoldSpan) {
 	l.hold = h
 }
 
-// Deadline returns the moment the lease will be presumed lost unless
-// ZooKeeper's leader is heard from again before then: 80 % of the granted
-// session timeout after the leader last confirmed the session. It moves
-// forward as contact is proven (while a lease is held, zklock proves it
-// about every 0.3 of the timeout), and it is the latest moment a holder may
-// rely on the lease without asking Err again: a service that promises its
-// own callers a lease (zklock serve) promises no later than this. It is in
-// the past once the lease has ended. A MultiLock's lease returns its parts'
-// earliest. The zero time when no deadline is known: a client made by
-// NewClient (which cannot time the bytes: its leases end when the
-// connection drops), or a lease kept outside ZooKeeper (NewLease).
-func (l *Lease) Deadline() time.Time {
-	if l.parts != nil {
-		var first time.Time
-		for _, p := range l.parts {
-			if d := p.Deadline(); first.IsZero() || d.Before(first) {
-				first = d
-			}
-		}
-		return first
-	}
-	if l.q == nil || l.q.c == nil || l.q.c.wire == nil {
+// deadline is Deadline: the zero time on a client made by NewClient.
+func (n *nodeHolding) deadline() time.Time {
+	c := n.q.c
+	if c.wire == nil {
 		return time.Time{}
 	}
-	if l.Err() != nil {
+	if n.l.Err() != nil {
 		return time.Now().Add(-time.Nanosecond)
 	}
-	return time.Now().Add(l.q.c.clock.untilLossDeadlineOf(l.q.sess.id))
+	return time.Now().Add(c.clock.untilLossDeadlineOf(n.q.sess.id))
 }

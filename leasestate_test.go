@@ -18,7 +18,8 @@ func newTestLease(t *testing.T) *Lease {
 	c := newClient(&zk.Conn{}, false, wire.New(wire.Config{}), defaultOptions())
 	q := &queueNode{c: c, path: "/a", name: "n", node: "/a/n", sess: newSession(0), fetched: make(chan struct{})}
 	q.removed.Store(true)
-	l := &Lease{c: c, q: q, presumed: make(chan struct{}), done: make(chan struct{})}
+	l := newLeaseState(c)
+	l.h = &nodeHolding{l: l, q: q, presumed: make(chan struct{})}
 	c.leases[l] = struct{}{}
 	t.Cleanup(func() {
 		close(c.closing) // ends the client's loss clock
@@ -35,7 +36,7 @@ func TestPureLeaseReleaseAndLossAgree(t *testing.T) {
 	t.Run("loss during a confirmed delete: released", func(t *testing.T) {
 		l := newTestLease(t)
 		require.NoError(t, l.beginRelease())
-		l.lose(deletedByOther(l.q.full())) // the own-node watch firing on our own delete
+		l.lose(deletedByOther(l.Node())) // the own-node watch firing on our own delete
 		require.False(t, isDone(l.done), "a node-deleted loss waits for the delete's outcome")
 		require.NoError(t, l.endRelease(removedByUs))
 		require.ErrorIs(t, l.err, ErrReleased)
@@ -62,7 +63,7 @@ func TestPureLeaseReleaseAndLossAgree(t *testing.T) {
 	t.Run("node-deleted loss during a refused delete: lost", func(t *testing.T) {
 		l := newTestLease(t)
 		require.NoError(t, l.beginRelease())
-		l.lose(deletedByOther(l.q.full()))
+		l.lose(deletedByOther(l.Node()))
 		refused := errors.New("refused")
 		require.ErrorIs(t, l.refusedRelease(refused), refused)
 		require.True(t, isDone(l.done))

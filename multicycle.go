@@ -94,10 +94,10 @@ func (k cycleCheck) inCycle() bool {
 		return false
 	}
 	for _, p := range k.parts {
-		if holder == p.q.sess.id {
+		if holder == p.onNode().q.sess.id {
 			return false // ours: about to be granted
 		}
-		if k.queuedBehind(p.q, holder) {
+		if k.queuedBehind(p.onNode().q, holder) {
 			return true
 		}
 	}

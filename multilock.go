@@ -136,7 +136,7 @@ func (ml *MultiLock) acquireAll(ctx context.Context, try bool) (*Lease, error) {
 	}
 	for _, p := range parts {
 		if err := p.Err(); err != nil {
-			return fail(fmt.Errorf("%w: %s: %w", errPartLost, p.q.path, err))
+			return fail(fmt.Errorf("%w: %s: %w", errPartLost, p.onNode().q.path, err))
 		}
 	}
 	return newMultiLease(ml.c, parts), nil
@@ -174,57 +174,66 @@ func releaseAll(ctx context.Context, c *Client, parts []*Lease) error {
 	return errors.Join(errs...)
 }
 
+// multiHolding is a MultiLock lease's holding: its parts, each a lease of
+// its own. It ends when any part ends.
+type multiHolding struct {
+	l     *Lease
+	parts []*Lease
+}
+
 // newMultiLease makes one Lease of parts: it ends when any part ends.
 func newMultiLease(c *Client, parts []*Lease) *Lease {
-	l := &Lease{c: c, parts: parts, revoke: make(chan struct{}), done: make(chan struct{})}
+	l := newLeaseState(c)
+	l.h = &multiHolding{l: l, parts: parts}
 	for _, p := range parts {
 		p.whenRevokeRequested(l.revokeRequested)
 		p.whenEnded(func(why error) {
 			// A loss, Close, or a part released on its own ends the whole;
 			// during the lease's own Release, Done closes after the last part.
-			if !errors.Is(why, ErrReleased) || !l.multiReleasing() {
-				l.closeMultiDone()
+			if !errors.Is(why, ErrReleased) || !l.releasing() {
+				l.closeDone()
 			}
 		})
 	}
 	return l
 }
 
-// multiReleasing reports a multi-lease whose Release is under way.
-func (l *Lease) multiReleasing() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.state == leaseReleasing
-}
-
-func (l *Lease) closeMultiDone() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.state != leaseEnded {
-		l.state = leaseEnded
-		close(l.done)
-	}
-}
-
 // Parts returns the Leases a MultiLock's Lease is made of, one per path in
 // canonical order (a Semaphore.AcquireN's: one per permit); a Lease of any
 // other primitive is its only part.
 func (l *Lease) Parts() []*Lease {
-	if l.parts == nil {
-		return []*Lease{l}
+	if m, ok := l.h.(*multiHolding); ok {
+		return slices.Clone(m.parts)
 	}
-	return slices.Clone(l.parts)
+	return []*Lease{l}
 }
 
-// multiErr is Err for a multi-lease: nil while every part holds, else the
+func (m *multiHolding) listen()      {} // each part listens: newMultiLease asks them
+func (m *multiHolding) ending(error) {} // the parts count their own ends
+
+// sequence is the first part's.
+func (m *multiHolding) sequence() int64 { return m.parts[0].Sequence() }
+
+// deadline is the parts' earliest.
+func (m *multiHolding) deadline() time.Time {
+	var first time.Time
+	for _, p := range m.parts {
+		if d := p.Deadline(); first.IsZero() || d.Before(first) {
+			first = d
+		}
+	}
+	return first
+}
+
+// err is Err for a multi-lease: nil while every part holds, else the
 // end of the first part in path order that was not released, else (every
 // part released) ErrReleased. A lease released only in part, because the
 // delete of a part was refused, is not reported released: it says which
 // part still holds.
-func (l *Lease) multiErr() error {
+func (m *multiHolding) err() error {
 	var ended error
 	var holding []string
-	for _, p := range l.parts {
+	for _, p := range m.parts {
 		err := p.Err()
 		switch {
 		case err == nil:
@@ -241,26 +250,19 @@ func (l *Lease) multiErr() error {
 	return ended
 }
 
-// multiRelease releases every part; a part that was lost reports its loss.
+// release releases every part; a part that was lost reports its loss.
 // If the server refuses a part's delete, that part stays held and watched,
 // Done stays open, and Release returns the refusal and may be called again,
 // as for a plain lease. A second Release after a complete one, or a Release
 // of a lease that Close ended, returns ErrNotHeld.
-func (l *Lease) multiRelease(ctx context.Context) error {
-	l.mu.Lock()
-	if l.errClaimed {
-		l.mu.Unlock()
+func (m *multiHolding) release(ctx context.Context) error {
+	if !m.l.claimRelease() {
 		return ErrNotHeld
 	}
-	l.errClaimed = true
-	if l.state == leaseHeld {
-		l.state = leaseReleasing
-	}
-	l.mu.Unlock()
 	var errs []error
 	released, stillHeld := 0, false
-	for i := len(l.parts) - 1; i >= 0; i-- {
-		p := l.parts[i]
+	for i := len(m.parts) - 1; i >= 0; i-- {
+		p := m.parts[i]
 		switch err := p.Release(ctx); {
 		case err == nil:
 			released++
@@ -271,25 +273,20 @@ func (l *Lease) multiRelease(ctx context.Context) error {
 		}
 	}
 	if stillHeld {
-		l.mu.Lock()
-		l.errClaimed = false
-		if l.state == leaseReleasing {
-			l.state = leaseHeld
-		}
-		l.mu.Unlock()
+		m.l.unclaimRelease()
 		return errors.Join(errs...)
 	}
-	l.closeMultiDone()
+	m.l.closeDone()
 	if released == 0 && errs == nil {
 		return ErrNotHeld
 	}
 	return errors.Join(errs...)
 }
 
-// multiToken is the highest token of the parts.
-func (l *Lease) multiToken(ctx context.Context) (int64, error) {
+// token is the highest token of the parts.
+func (m *multiHolding) token(ctx context.Context) (int64, error) {
 	var top int64
-	for _, p := range l.parts {
+	for _, p := range m.parts {
 		t, err := p.Token(ctx)
 		if err != nil {
 			return 0, err
@@ -299,10 +296,10 @@ func (l *Lease) multiToken(ctx context.Context) (int64, error) {
 	return top, nil
 }
 
-// multiNodes joins the parts' nodes.
-func (l *Lease) multiNodes() string {
-	nodes := make([]string, len(l.parts))
-	for i, p := range l.parts {
+// node joins the parts' nodes.
+func (m *multiHolding) node() string {
+	nodes := make([]string, len(m.parts))
+	for i, p := range m.parts {
 		nodes[i] = p.Node()
 	}
 	return strings.Join(nodes, ",")

@@ -60,7 +60,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (*Lease, error) {
 	a := c.exclusive(ctx, m.path, try)
 	a.watchListing = c.wire != nil && c.opts.watchOwnNode && c.atOnce.predicts(m.path)
 	l, err := c.acquire(ctx, a)
-	c.atOnce.learn(m.path, l != nil && l.q.heldAtOnce)
+	c.atOnce.learn(m.path, l != nil && l.onNode().q.heldAtOnce)
 	return l, err
 }
 

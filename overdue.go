@@ -124,19 +124,16 @@ const lateLimit = 100 * time.Millisecond
 // Only a late limit costs a read, bounded by a second (or a quarter of the
 // session timeout) and made only while connected.
 func (l *Lease) overdueEnd(err error) error {
-	c, q := l.c, l.q
-	if c == nil || q == nil || l.parts != nil || q.brief || c.opts.maxHold <= 0 {
+	c, n := l.c, l.onNode()
+	if c == nil || n == nil || n.q.brief || c.opts.maxHold <= 0 {
 		return err
 	}
-	held := time.Since(l.since)
+	q, held := n.q, time.Since(n.since)
 	limit, deleted := errors.Is(err, ErrHoldLimit), isNodeDeleted(err)
 	if !limit && !deleted || held-c.opts.maxHold < lateLimit {
 		return err
 	}
-	l.mu.Lock()
-	releasing := l.state != leaseHeld
-	l.mu.Unlock()
-	if releasing {
+	if !l.held() { // a Release is under way
 		return err
 	}
 	if limit {

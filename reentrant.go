@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
-	"sync"
 
 	"github.com/zklock/zklock/internal/lockpath"
 )
@@ -27,21 +25,6 @@ type ReentrantMutex struct {
 	path string
 }
 
-// holdTable is the client's reentrant holds, by lock path, then owner. It has
-// its own lock: nothing else of the client is touched under it.
-type holdTable struct {
-	mu     sync.Mutex
-	byPath map[string]map[string]*ownerHold
-}
-
-// ownerHold is one owner's holding of one path.
-type ownerHold struct {
-	ready     chan struct{} // closed once the first Acquire has finished
-	lease     *Lease        // nil until ready, and after a failed first Acquire
-	count     int
-	releasing chan struct{} // non-nil while the last Release deletes the node
-}
-
 // NewReentrantMutex returns a ReentrantMutex on path. It checks the path and
 // does no I/O.
 func (c *Client) NewReentrantMutex(path string) (*ReentrantMutex, error) {
@@ -53,13 +36,6 @@ func (c *Client) NewReentrantMutex(path string) (*ReentrantMutex, error) {
 
 // Path returns the lock path.
 func (r *ReentrantMutex) Path() string { return r.path }
-
-func holdKey(explicit string, goroutine int64) string {
-	if explicit != "" {
-		return "o:" + explicit
-	}
-	return "g:" + strconv.FormatInt(goroutine, 10)
-}
 
 // Acquire takes the lock for the caller's owner (see ReentrantMutex), or adds
 // one to its hold count if it already holds it. A nested Acquire on a lease
@@ -165,14 +141,15 @@ func (r *ReentrantMutex) checkNested(key string, h *ownerHold) (*Lease, error) {
 // first queues for the lock with the owner's fresh hold h.
 func (r *ReentrantMutex) first(ctx context.Context, key string, h *ownerHold, explicit string, g int64, try bool) (*Lease, error) {
 	c := r.c
-	l, err := c.acquire(ctx, ask{path: r.path, owner: c.me.record(explicit, g), try: try, style: lockpath.MutexStyle, rule: lockpath.MutexTurn, policy: policyLock})
+	a := ask{path: r.path, owner: c.me.record(explicit, g), try: try, style: lockpath.MutexStyle, rule: lockpath.MutexTurn, policy: policyLock}
+	a.hold = func(n *nodeHolding) holding { return &reentrantHold{nodeHolding: n, r: r, key: key, h: h} }
+	l, err := c.acquire(ctx, a)
 	c.holds.mu.Lock()
 	defer c.holds.mu.Unlock()
 	if err != nil {
 		r.forget(key, h)
 	} else {
 		h.lease, h.count = l, 1
-		l.reentry = &reentrantHold{r: r, key: key, h: h}
 	}
 	close(h.ready)
 	return l, err
@@ -236,7 +213,7 @@ func (r *ReentrantMutex) releaseHold(ctx context.Context, key string, h *ownerHo
 	h.releasing = rel // same-owner Acquires wait instead of re-entering a lease being released
 	c.holds.mu.Unlock()
 
-	err := h.lease.releaseNode(ctx)
+	err := h.lease.onNode().release(ctx)
 	c.holds.mu.Lock()
 	defer c.holds.mu.Unlock()
 	h.releasing = nil
@@ -248,9 +225,11 @@ func (r *ReentrantMutex) releaseHold(ctx context.Context, key string, h *ownerHo
 	return err
 }
 
-// reentrantHold ties a reentrant lease to its hold, so that Lease.Release
-// counts down the hold like ReentrantMutex.Release.
+// reentrantHold is a reentrant lease's holding: its node's, tied to the
+// owner's hold, so that Lease.Release counts down the hold like
+// ReentrantMutex.Release.
 type reentrantHold struct {
+	*nodeHolding
 	r   *ReentrantMutex
 	key string
 	h   *ownerHold
@@ -262,18 +241,13 @@ func (rh *reentrantHold) release(ctx context.Context) error {
 	c.holds.mu.Lock()
 	if c.holds.byPath[rh.r.path][rh.key] != rh.h {
 		c.holds.mu.Unlock()
-		return rh.h.lease.releaseNode(ctx) // the hold is gone: the lease says why (ErrNotHeld, its loss)
+		return rh.nodeHolding.release(ctx) // the hold is gone: the lease says why (ErrNotHeld, its loss)
 	}
 	return rh.r.releaseHold(ctx, rh.key, rh.h)
 }
 
-// heldByOther reports whether an owner other than key holds the lock (not
-// merely queues for it); the table's lock is held.
-func heldByOther(holds map[string]*ownerHold, key string) bool {
-	for k, h := range holds {
-		if k != key && h.lease != nil {
-			return true
-		}
-	}
-	return false
+// isReentrant reports a lease of a ReentrantMutex.
+func isReentrant(l *Lease) bool {
+	_, ok := l.h.(*reentrantHold)
+	return ok
 }

@@ -48,7 +48,7 @@ func isRevokeRequest(data []byte) bool {
 // the own-node watch (one read). With WithOwnNodeWatch(false) the channel
 // never closes. A MultiLock's lease hears a request to any part.
 func (l *Lease) RevokeRequested() <-chan struct{} {
-	l.dataWatch.requestNodeWatch()
+	l.h.listen()
 	return l.revoke
 }
 
@@ -70,7 +70,7 @@ func (l *Lease) revokeRequested() {
 // whenRevokeRequested runs fn once a release is asked for, or now if it
 // has been; fn runs under the lease's lock and must not block.
 func (l *Lease) whenRevokeRequested(fn func()) {
-	l.dataWatch.requestNodeWatch()
+	l.h.listen()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if isDone(l.revoke) {

@@ -187,7 +187,7 @@ func (m *Mutex) RunSingleton(ctx context.Context, fn func(ctx context.Context) e
 			return err
 		}
 		c.log.Warn("zklock: singleton lost its lock; campaigning again", "path", m.path, "err", err)
-		pause = nextPause(pause, time.Since(l.since), c.grantedTimeout())
+		pause = nextPause(pause, time.Since(l.onNode().since), c.grantedTimeout())
 		if err := c.sleep(ctx, pause); err != nil {
 			return err
 		}
