@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -12,8 +13,10 @@ import (
 // This file holds how a lease is lost: the monitor that ends a lease when
 // its lock goes (the session ends, the node is deleted, the own-node watch
 // ends), the reasons it reports, and the loss rule (lossCheck) with the
-// deadline the loss clock (lossclock.go) counts down to. The lease's states
-// and their transitions are in lease.go.
+// deadline the loss clock (lossclock.go) counts down to, and the end of a
+// holder broken past its hold limit (overdueEnd; the waiter that breaks it
+// is in overdue.go). The lease's states and their transitions are in
+// lease.go; the holding they watch is leasenode.go's.
 
 // monitor ends the lease when the lock is lost: the session expires, the node
 // is deleted by someone else, or contact with the server has been lost for so
@@ -196,14 +199,6 @@ func fetchLost(node string, err error) error {
 	}
 }
 
-// lossFraction is the part of the granted session timeout, counted from the
-// last moment the server is known to have heard from this client, after which
-// a lease is presumed lost. ZooKeeper expires a session no earlier than one
-// timeout after it last heard from the client (it rounds expiry up to the next
-// tick), and only then can another session be granted the lock; the 20%
-// margin absorbs timer lateness and clock-rate differences.
-const lossFraction = 0.8
-
 // lossCheck is the loss rule: why a lease on q must be presumed lost now, or
 // nil. It needs no event: it reads the session id and the wire clock.
 func (q *queueNode) lossCheck() error {
@@ -285,4 +280,49 @@ func (n *nodeHolding) deadline() time.Time {
 		return time.Now().Add(-time.Nanosecond)
 	}
 	return time.Now().Add(c.clock.untilLossDeadlineOf(n.q.sess.id))
+}
+
+// lateLimit is how late past its hold limit a lease must end for it to be
+// taken for broken as overdue: a timer that late means the process could
+// not run (stopped, a frozen VM), and a waiter's grace (half its own session
+// timeout) may be short.
+const lateLimit = 100 * time.Millisecond
+
+// overdueEnd is the end err of a lease, as lose is given it, or the end of a
+// holder broken as overdue: one that was past its hold limit by lateLimit
+// (its process could not run) when its node was found deleted by someone
+// else, or when its limit fired and its node, read then, was gone already
+// in the same session. Both orders, whichever the monitor saw first, end
+// the lease the same: with ErrHoldLimit saying so, wrapping zk.ErrNoNode.
+// Only a late limit costs a read, bounded by a second (or a quarter of the
+// session timeout) and made only while connected.
+func (l *Lease) overdueEnd(err error) error {
+	c, n := l.c, l.onNode()
+	if c == nil || n == nil || n.q.brief || c.opts.maxHold <= 0 {
+		return err
+	}
+	q, held := n.q, time.Since(n.since)
+	limit, deleted := errors.Is(err, ErrHoldLimit), isNodeDeleted(err)
+	if !limit && !deleted || held-c.opts.maxHold < lateLimit {
+		return err
+	}
+	if !l.held() { // a Release is under way
+		return err
+	}
+	if limit {
+		if c.conn.State() != zk.StateHasSession || q.lossCheck() != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), min(c.grantedTimeout()/4, time.Second))
+		defer cancel()
+		there, rerr := call(ctx, c, func() (bool, error) {
+			ok, _, err := c.conn.Exists(q.full())
+			return ok, err
+		})
+		if rerr != nil || there || q.lossCheck() != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: held for %v, past the limit of %v: broken by a waiter past the limit while the process could not run (node %s was deleted by someone else): %w",
+		ErrHoldLimit, held.Round(time.Millisecond), c.opts.maxHold, q.full(), zk.ErrNoNode)
 }

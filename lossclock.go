@@ -8,6 +8,14 @@ import (
 	"github.com/zklock/zklock/internal/wire"
 )
 
+// lossFraction is the part of the granted session timeout, counted from the
+// last moment the server is known to have heard from this client, after which
+// a lease is presumed lost. ZooKeeper expires a session no earlier than one
+// timeout after it last heard from the client (it rounds expiry up to the next
+// tick), and only then can another session be granted the lock; the 20%
+// margin absorbs timer lateness and clock-rate differences.
+const lossFraction = 0.8
+
 // lossClock applies the loss rule for all of a client's leases at once: one
 // goroutine and one timer per client, however many leases it holds, instead
 // of one timer per lease. It sleeps until the wire's loss deadline (or a

@@ -28,32 +28,6 @@ import (
 //     first), or in the same instant as P's first node: P's waiters refuse
 //     to queue with ErrIncompatible, naming the child (readListing).
 
-// ErrNestedPath reports a lock path that would lie inside another lock path
-// (or contain one): the error names both. Nothing was left behind.
-var ErrNestedPath = errors.New("zklock: a lock path cannot lie inside another lock path")
-
-// nestedSegment reports a segment of p named like a lock node, which a lock
-// path must not have: its parent would take it for a queue member.
-func nestedSegment(p string) string {
-	for _, seg := range strings.Split(p[1:], "/") {
-		if _, ok := lockpath.Parse(seg); ok {
-			return seg
-		}
-	}
-	return ""
-}
-
-// checkNestedSet refuses a set of lock paths one of which lies inside
-// another (sorted: an ancestor comes right before its descendants).
-func checkNestedSet(sorted []string) error {
-	for i := 1; i < len(sorted); i++ {
-		if strings.HasPrefix(sorted[i], sorted[i-1]+"/") {
-			return fmt.Errorf("%w: %s lies inside %s", ErrNestedPath, sorted[i], sorted[i-1])
-		}
-	}
-	return nil
-}
-
 // checkNotNested is called once parent has gained the child made (or
 // perhaps made: a create whose reply was lost) for lockPath: it refuses,
 // and deletes the child, if that puts it inside a lock path in use: parent

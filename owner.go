@@ -111,6 +111,25 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// revokeMessage is the data Curator's Revoker.attemptRevoke writes. Into a
+// node that carries zklock's owner record, AskToRelease writes the record
+// back marked Revoke instead, so the holder stays known to operators; both
+// are requests to a zklock holder.
+var revokeMessage = []byte("__REVOKE__")
+
+var revokeMark = []byte(`"revoke":true`)
+
+func isRevokeRequest(data []byte) bool {
+	if bytes.Equal(data, revokeMessage) {
+		return true
+	}
+	if !bytes.Contains(data, revokeMark) {
+		return false
+	}
+	o, ok := parseOwner(data)
+	return ok && o.Revoke
+}
+
 // parseOwner decodes the data of a lock node. ok is false, and the Owner
 // zero, for data zklock did not write: other libraries store other things
 // (Curator the client's IP address, kazoo an identifier string), and a record

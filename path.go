@@ -1,9 +1,11 @@
 package zklock
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/zklock/zklock/internal/lockpath"
 	"github.com/zklock/zklock/internal/wire"
 )
 
@@ -44,4 +46,30 @@ func ancestors(p string) []string {
 		}
 	}
 	return out
+}
+
+// ErrNestedPath reports a lock path that would lie inside another lock path
+// (or contain one): the error names both. Nothing was left behind.
+var ErrNestedPath = errors.New("zklock: a lock path cannot lie inside another lock path")
+
+// nestedSegment reports a segment of p named like a lock node, which a lock
+// path must not have: its parent would take it for a queue member.
+func nestedSegment(p string) string {
+	for _, seg := range strings.Split(p[1:], "/") {
+		if _, ok := lockpath.Parse(seg); ok {
+			return seg
+		}
+	}
+	return ""
+}
+
+// checkNestedSet refuses a set of lock paths one of which lies inside
+// another (sorted: an ancestor comes right before its descendants).
+func checkNestedSet(sorted []string) error {
+	for i := 1; i < len(sorted); i++ {
+		if strings.HasPrefix(sorted[i], sorted[i-1]+"/") {
+			return fmt.Errorf("%w: %s lies inside %s", ErrNestedPath, sorted[i], sorted[i-1])
+		}
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package zklock
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,25 +17,6 @@ import (
 // revocable hears zklock's requests, and a zklock holder hears Curator's.
 // It is cooperative: nothing is taken from a holder that does not listen
 // (zklock break deletes the node instead).
-
-// revokeMessage is the data Curator's Revoker.attemptRevoke writes. Into a
-// node that carries zklock's owner record, AskToRelease writes the record
-// back marked Revoke instead, so the holder stays known to operators; both
-// are requests to a zklock holder.
-var revokeMessage = []byte("__REVOKE__")
-
-var revokeMark = []byte(`"revoke":true`)
-
-func isRevokeRequest(data []byte) bool {
-	if bytes.Equal(data, revokeMessage) {
-		return true
-	}
-	if !bytes.Contains(data, revokeMark) {
-		return false
-	}
-	o, ok := parseOwner(data)
-	return ok && o.Revoke
-}
 
 // RevokeRequested returns a channel closed once someone has asked the holder
 // to release (AskToRelease, zklock break --ask, Curator's Revoker). A holder
