@@ -75,9 +75,10 @@
 // node still existed when the one ahead went before the lock is granted (from
 // the order of events, or by a read);
 // remove.go deletes the node on every path that gives it up (acquire.go's ask
-// says what kind of node, and which turn rule, a primitive wants); lease.go turns
-// the node into a Lease, whose state (held, releasing, ended) lives there;
-// leaseloss.go holds the loss rule and the monitor that applies it. request.go runs each
+// says what kind of node, and which turn rule, a primitive wants); leasenode.go turns
+// the node into a Lease; lease.go holds a Lease's state (held, releasing,
+// ended) and asks its holding, which each primitive gives it, what it
+// holds; leaseloss.go holds the loss rule and the monitor that applies it. request.go runs each
 // ZooKeeper request so a caller can stop waiting, sorts errors by what they
 // mean, and holds the one retry policy. session.go follows the ZooKeeper
 // session (events and a cross-check of the connection), the package
@@ -88,7 +89,7 @@
 // while leases are held,
 // servers.go checks server lists, client.go holds Connect and
 // Close, options.go the options. mutex.go, reentrant.go, singleton.go,
-// rwmutex.go, semaphore.go and multilock.go (with its composite lease) are
+// rwmutex.go, semaphore.go and multilock.go (with its lease made of parts) are
 // the primitives on that core; watch.go also holds how each waits (on one
 // node, or on the path's list for a semaphore's lease); telemetry.go is the
 // observation hook; parents.go creates lock paths and cleaner.go
