@@ -33,8 +33,8 @@ func slotStarts(t *testing.T, cal zklock.Calendar, from, to time.Time) map[int64
 	prev := int64(0)
 	for at := from; at.Before(to); at = at.Add(time.Minute) {
 		s := zklock.CalendarSlot(cal, at.UnixMilli())
-		if at != from {
-			require.Contains(t, []int64{prev, prev + 1}, s, "%v at %v: slot %d after %d", cal, at, s, prev)
+		if at != from && s != prev && s != prev+1 { // a plain check: this runs for every minute of a year
+			t.Fatalf("%v at %v: slot %d after %d", cal, at, s, prev)
 		}
 		if _, ok := starts[s]; !ok {
 			starts[s] = at

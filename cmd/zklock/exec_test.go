@@ -187,14 +187,15 @@ func TestExecForwardsSignals(t *testing.T) {
 // TestExecSessionCut: the holder's connection stalls (a partition); zklock
 // presumes the lock lost before the session can expire, stops the command and
 // exits 76, and the next in line gets the lock once the server expires the
-// session.
+// session. A 2 s session: with 1 s, a loaded machine's late keep-alive lost
+// the lock before the next in line had queued.
 func TestExecSessionCut(t *testing.T) {
 	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	file := filepath.Join(t.TempDir(), "events")
-	p := start(t, "exec", "--servers", proxy.Addr(), "--session-timeout", "1s", "--grace", "5s", path, "--", "sh", "-c",
+	p := start(t, "exec", "--servers", proxy.Addr(), "--session-timeout", "2s", "--grace", "5s", path, "--", "sh", "-c",
 		`trap "echo TERM >> $0; exit 0" TERM; echo started >> $0; while :; do sleep 0.1; done`, file)
 	waitQueue(t, c, path, 1)
 	waitFile(t, file, "started")

@@ -258,11 +258,14 @@ func TestSemaphoreWithCurator(t *testing.T) {
 	requirePeers(t)
 	p := newPath(t)
 	const n = 2
+	// Holds ten times the usual: N reached needs two holds to overlap, which
+	// 3 ms holds on a loaded machine did not always do.
+	const semHoldMs = 10 * holdMs
 	rec := &record{}
 	var gs []*goPeer
 	var procs []*proc
 	for i := range 2 {
-		procs = append(procs, startJava(t, rec, fmt.Sprintf("curator-%d", i), p, fmt.Sprintf("semaphore:%d", n), cycles, holdMs))
+		procs = append(procs, startJava(t, rec, fmt.Sprintf("curator-%d", i), p, fmt.Sprintf("semaphore:%d", n), cycles, semHoldMs))
 	}
 	for _, pr := range procs {
 		pr.waitReady(t)
@@ -270,7 +273,7 @@ func TestSemaphoreWithCurator(t *testing.T) {
 	for i := range 2 {
 		s, err := zklockClient(t).NewSemaphore(p, n)
 		require.NoError(t, err)
-		gs = append(gs, runGo(rec, fmt.Sprintf("zklock-%d", i), false, cycles, holdMs*time.Millisecond, leaseTaker(s.Acquire)))
+		gs = append(gs, runGo(rec, fmt.Sprintf("zklock-%d", i), false, cycles, semHoldMs*time.Millisecond, leaseTaker(s.Acquire)))
 	}
 	for _, pr := range procs {
 		pr.wait(t)
