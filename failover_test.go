@@ -55,10 +55,16 @@ func (h *holders) releasing(l *zklock.Lease) {
 	}
 }
 
-// contend runs workers that acquire, hold briefly and release until stop is
-// closed. Every Acquire must succeed or return by its deadline.
-func contend(t *testing.T, clients []*zklock.Client, p string, h *holders, stop <-chan struct{}) *sync.WaitGroup {
+// contend runs workers that acquire, hold briefly and release until the
+// returned stop is called (by the test, or by its cleanup if it fails
+// first: the workers end before their clients close). Every Acquire must
+// succeed or return by its deadline.
+func contend(t *testing.T, clients []*zklock.Client, p string, h *holders) (stop func()) {
 	var wg sync.WaitGroup
+	done := make(chan struct{})
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done) }); wg.Wait() }
+	t.Cleanup(stop)
 	const deadline = 20 * time.Second
 	for _, c := range clients {
 		m, err := c.NewMutex(p)
@@ -68,7 +74,7 @@ func contend(t *testing.T, clients []*zklock.Client, p string, h *holders, stop 
 			defer wg.Done()
 			for {
 				select {
-				case <-stop:
+				case <-done:
 					return
 				default:
 				}
@@ -93,7 +99,7 @@ func contend(t *testing.T, clients []*zklock.Client, p string, h *holders, stop 
 			}
 		}()
 	}
-	return &wg
+	return stop
 }
 
 func TestServerRestartWithHolderAndWaiters(t *testing.T) {
@@ -106,17 +112,15 @@ func TestServerRestartWithHolderAndWaiters(t *testing.T) {
 	obs := clients[0]
 	const p = "/restart/lock"
 	h := &holders{}
-	stop := make(chan struct{})
-	wg := contend(t, clients, p, h, stop)
+	stop := contend(t, clients, p, h)
 
 	eventually(t, "some hand-offs before the restart", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= 20 })
 	srv := zc.Servers()[0]
 	require.NoError(t, srv.Stop())
 	before := func() int { h.mu.Lock(); defer h.mu.Unlock(); return h.granted }()
 	require.NoError(t, srv.Restart(ctxTimeout(t, 60*time.Second)))
-	eventually(t, "hand-offs after the restart", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= before+20 })
-	close(stop)
-	wg.Wait()
+	eventuallyWithin(t, 30*time.Second, "hand-offs after the restart", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= before+20 })
+	stop()
 
 	require.Zero(t, h.overlaps, "two holders at once")
 	require.Zero(t, h.shrinks, "a fencing token went backwards")
@@ -134,8 +138,7 @@ func TestEnsembleLeaderKilledWhileContending(t *testing.T) {
 	}
 	const p = "/ensemble/lock"
 	h := &holders{}
-	stop := make(chan struct{})
-	wg := contend(t, clients, p, h, stop)
+	stop := contend(t, clients, p, h)
 
 	eventually(t, "hand-offs before the kill", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= 20 })
 	leader, err := zc.Leader()
@@ -143,8 +146,7 @@ func TestEnsembleLeaderKilledWhileContending(t *testing.T) {
 	require.NoError(t, zc.Servers()[leader].Kill())
 	before := func() int { h.mu.Lock(); defer h.mu.Unlock(); return h.granted }()
 	eventuallyWithin(t, 30*time.Second, "hand-offs after the leader died", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= before+20 })
-	close(stop)
-	wg.Wait()
+	stop()
 	require.Zero(t, h.overlaps, "two holders at once")
 	require.Zero(t, h.shrinks, "a fencing token went backwards")
 	t.Logf("%d grants, leader was server %d", h.granted, leader+1)
