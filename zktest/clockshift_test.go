@@ -13,7 +13,6 @@ import (
 // WithClockShifts: a write's time (a node's ctime) is the server's shifted
 // clock, before and after a Restart.
 func TestClockShifts(t *testing.T) {
-	t.Parallel()
 	const shift = -7 * time.Minute
 	c := zktest.Start(t, zktest.WithClockShifts(shift))
 	ctime := func(conn *zktest.Client, path string) time.Time {
@@ -38,7 +37,6 @@ func TestClockShifts(t *testing.T) {
 // SetClockShift moves a server's clock from its next Restart; a cluster
 // started without a shifted clock refuses one (no libfaketime was sought).
 func TestSetClockShift(t *testing.T) {
-	t.Parallel()
 	c := zktest.Start(t, zktest.WithClockShifts(-time.Hour))
 	s := c.Servers()[0]
 	require.NoError(t, s.Kill())

@@ -59,7 +59,6 @@ func serving(addr string) string {
 // stops serving. The other two keep their leader and serve writes; healed,
 // the follower rejoins.
 func TestPartitionFollower(t *testing.T) {
-	t.Parallel()
 	c := startPartitionable(t)
 	leader, err := c.Leader()
 	require.NoError(t, err)
@@ -160,7 +159,6 @@ func TestPartitionFollower(t *testing.T) {
 // new leader once their reads from it time out (syncLimit ticks), and the
 // old one steps down; healed, it rejoins as a follower.
 func TestPartitionLeader(t *testing.T) {
-	t.Parallel()
 	c := startPartitionable(t)
 	old, err := c.Leader()
 	require.NoError(t, err)
@@ -273,7 +271,6 @@ func TestPartitionProxiesFollowPorts(t *testing.T) {
 // TestPartitionDocExample is the example of docs/testing.md, "Partitioning a
 // server", as written there.
 func TestPartitionDocExample(t *testing.T) {
-	t.Parallel()
 	c := zktest.Start(t, zktest.WithEnsemble(3), zktest.WithPartitions())
 	leader, err := c.Leader()
 	if err != nil {

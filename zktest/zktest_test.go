@@ -24,6 +24,10 @@ import (
 // No goroutines are ignored: Client.Close and the cluster cleanup end them
 // all, and goleak retries long enough for go-zookeeper's loop to notice the
 // close.
+//
+// The tests run one at a time: most start servers of their own, and JVMs
+// started side by side on a 2-core machine made the package 3 times slower
+// (42 s alone, 144 s with four at once).
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
@@ -243,7 +247,6 @@ func TestObserver(t *testing.T) {
 // timeout: the server expires the session (its ephemeral goes), and the
 // client learns it once the stall ends.
 func TestProxyStallExpiresSession(t *testing.T) {
-	t.Parallel()
 	c := zktest.Start(t) // tick 100ms: 1s sessions are allowed
 	p := zktest.NewProxy(t, c.Addrs()...)
 	cli := zktest.Connect(t, []string{p.Addr()}, time.Second)
@@ -275,7 +278,6 @@ func TestProxyStallExpiresSession(t *testing.T) {
 // TestProxyCutAndBlock resets a client's connection: it reconnects with the
 // same session; with the proxy blocked it cannot, until unblocked.
 func TestProxyCutAndBlock(t *testing.T) {
-	t.Parallel()
 	c := zktest.Start(t)
 	p := zktest.NewProxy(t, c.Addrs()...)
 	// go-zookeeper waits 1s before retrying its only server, so give the
@@ -314,7 +316,6 @@ func TestProxyCutAndBlock(t *testing.T) {
 // TestContainerCheck: with a short check interval an emptied container node
 // disappears promptly.
 func TestContainerCheck(t *testing.T) {
-	t.Parallel()
 	c := zktest.Start(t, zktest.WithContainerCheck(100*time.Millisecond))
 	c.SkipIfExternal(t)
 	cli := zktest.Connect(t, c.Addrs(), 10*time.Second)
@@ -332,7 +333,6 @@ func TestContainerCheck(t *testing.T) {
 // TestMaxSessionTimeout: the server is configured to grant at most the
 // given session timeout.
 func TestMaxSessionTimeout(t *testing.T) {
-	t.Parallel()
 	c := zktest.Start(t, zktest.WithMaxSessionTimeout(1500*time.Millisecond))
 	conf, err := zktest.FourLetter(ctxT(t, 5*time.Second), c.Addrs()[0], "conf")
 	require.NoError(t, err)
@@ -383,7 +383,6 @@ func TestExternalServers(t *testing.T) {
 
 // TestStartMain starts and stops a server without a testing.TB.
 func TestStartMain(t *testing.T) {
-	t.Parallel()
 	if os.Getenv(zktest.EnvServers) != "" {
 		t.Skip("local servers only")
 	}

@@ -182,7 +182,10 @@ func TestExecSeveralPathsLimitFromTheFirstGrant(t *testing.T) {
 	held, err := m.Acquire(t.Context())
 	require.NoError(t, err)
 	pids, events := runFiles(t)
-	p := start(t, "exec", "--max-hold", "5s", "--grace", "10s", first, "--and", second, "--", "sh", "-c",
+	// SIGTERM 1 s before the limit, not at half of it (as a grace longer
+	// than the limit would have it): the command, started once the second
+	// path is free, must have set its trap by then.
+	p := start(t, "exec", "--max-hold", "5s", "--grace", "1s", first, "--and", second, "--", "sh", "-c",
 		`trap "" TERM; echo $$ >> $0; echo started >> $1; while :; do sleep 0.05; done`, pids, events)
 	waitQueue(t, c, first, 1)
 	waitQueue(t, c, second, 2)
