@@ -38,14 +38,15 @@ func steadyDeadline(T time.Duration) time.Duration { return T * 41 / 100 }
 // holder's own server, at two session timeouts: one lease each lives
 // through all of them.
 //
-// T of 4 s and 6 s: the bound holds while round trips and timer lateness
-// stay under 0.025 T, and a test machine shared with other tests' clients
-// and servers is late by more than 2 s's 50 ms.
+// The bound holds while round trips and timer lateness stay under 0.025 T
+// (50 ms at 2 s), which a machine busy with other tests' clients and servers
+// exceeds: `make test` runs this test alone, after the others (measured
+// beside them: a 0.32 T pause left 112 ms of trust, and the keep-alive's
+// answer came later).
 func TestServerPauseBelowTheBoundEndsNoLease(t *testing.T) {
-	t.Parallel()
 	zc := pauseEnsemble(t)
 	servers := zc.Servers()
-	for T, pauses := range map[time.Duration]int{4 * time.Second: 12, 6 * time.Second: 8} {
+	for T, pauses := range map[time.Duration]int{2 * time.Second: 12, 3 * time.Second: 8} {
 		t.Run(fmt.Sprintf("T%v", T), func(t *testing.T) {
 			ctx := ctxTimeout(t, 2*time.Minute)
 			// How long the word may take to be fresh again after a pause: a
