@@ -217,6 +217,9 @@ func TestGrantOverASlowLinkLetsTheQueueMove(t *testing.T) {
 	took := time.Since(released)
 	t.Logf("the waiter behind was granted %v after the release (session %v)", took.Round(time.Millisecond), session)
 	require.Less(t, took, 2*session+2*time.Second, "within a session timeout and the give-up")
-	require.ErrorIs(t, <-slowDone, context.DeadlineExceeded, "the slow client never held it")
+	// It never held it: its deadline ends its wait, or, when its last give-up
+	// leaves no time to queue again, the unreachable leader does.
+	slowErr := <-slowDone
+	require.True(t, errors.Is(slowErr, context.DeadlineExceeded) || errors.Is(slowErr, zklock.ErrUnreachable), "the slow client never held it: %v", slowErr)
 	waitChildren(t, obs, p, 0)
 }

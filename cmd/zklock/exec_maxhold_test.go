@@ -16,14 +16,17 @@ func TestExecMaxHoldStopsTheCommand(t *testing.T) {
 	path := lockPath(t)
 	c := connect(t)
 	file := filepath.Join(t.TempDir(), "events")
-	p := start(t, "exec", "--max-hold", "700ms", "--grace", "10s", path, "--", "sh", "-c",
+	// SIGTERM at half the limit (the grace is longer than it), SIGKILL a
+	// tenth before it: 1.2 s between them, for the shell to leave its
+	// sleep and run its trap on a loaded machine (0.28 s at 700ms was not).
+	p := start(t, "exec", "--max-hold", "3s", "--grace", "10s", path, "--", "sh", "-c",
 		`trap "echo TERM >> $0; exit 0" TERM; echo started >> $0; while :; do sleep 0.1; done`, file)
 	waitQueue(t, c, path, 1)
 	waitFile(t, file, "started")
 
 	require.Equal(t, exitHoldLimit, p.wait(t, 10*time.Second), p.errText())
 	waitFile(t, file, "TERM")
-	require.Contains(t, p.errText(), "of --max-hold 700ms; stopping it before the limit: SIGTERM now, SIGKILL at 630ms")
+	require.Contains(t, p.errText(), "of --max-hold 3s; stopping it before the limit: SIGTERM now, SIGKILL at 2.7s")
 	require.Empty(t, contendersOf(t, c, path), "the node is gone")
 }
 

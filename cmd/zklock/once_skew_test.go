@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,20 +183,27 @@ func awaitSameZxid(t *testing.T, zc *zktest.Cluster) {
 	t.Helper()
 	// Each session's create and close is a transaction: under load the three
 	// reads can straddle one several times, so this waits longer than most.
-	eventuallyWithin(t, 45*time.Second, "every server at the same zxid", func() bool {
-		seen := map[string]bool{}
-		for _, s := range zc.Servers() {
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		zxids := make([]string, len(zc.Servers()))
+		for i, s := range zc.Servers() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			out, err := zktest.FourLetter(ctx, s.Addr(), "srvr")
 			cancel()
-			m := srvrZxid.FindStringSubmatch(out)
-			if err != nil || m == nil {
-				return false
+			if m := srvrZxid.FindStringSubmatch(out); err == nil && m != nil {
+				zxids[i] = m[1]
+			} else {
+				zxids[i] = fmt.Sprintf("(%v: %q)", err, strings.TrimSpace(out))
 			}
-			seen[m[1]] = true
 		}
-		return len(seen) == 1
-	})
+		if !slices.ContainsFunc(zxids, func(z string) bool { return z != zxids[0] }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for every server at the same zxid: %v", zxids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // createdAt creates a node and returns its ctime: the leader's clock.
