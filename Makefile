@@ -15,7 +15,7 @@ GO ?= go
 # the tests whose bound is tight against a busy CPU's timer lateness: they
 # run alone, after the others. docs/testing.md lists the slowest tests.
 MODULES = ./... ./metrics/zklockprom/... ./metrics/zklockotel/...
-QUIET = ^TestServerPauseBelowTheBoundEndsNoLease$$
+QUIET = ^(TestServerPauseBelowTheBoundEndsNoLease|TestKeepAliveCost)$$
 test: zk interop
 	$(GO) vet $(MODULES)
 	$(GO) test -race -count=1 -p 3 -parallel 4 -timeout 15m -skip '$(QUIET)' $(MODULES)

@@ -17,8 +17,10 @@ import (
 // holds a lease sends a sync about every quarter proof gap (0.075 T, so that
 // a pause of the servers below 0.4 T ends no lease) instead of its pings;
 // a client that holds nothing and waits for nothing sends only its pings.
+//
+// Its window's count moves both ways on a busy CPU (late timers; extra
+// proofs after slow answers): `make test` runs it alone, after the others.
 func TestKeepAliveCost(t *testing.T) {
-	t.Parallel()
 	zc := zktest.Start(t) // a server of its own: its packet count is this test's
 	const session, window = 2 * time.Second, 6 * time.Second
 	packets := func(hold bool) int64 {
@@ -45,11 +47,9 @@ func TestKeepAliveCost(t *testing.T) {
 	require.InDelta(t, pings, idle, 1, "an idle client sends only its pings")
 	// One sync per quarter proof gap and round trip, and no ping (a ping
 	// goes only after T/3 with nothing sent): at most 40 packets in 6 s,
-	// and well above a waiter's cadence of half a gap (20): at least 25,
-	// as a loaded machine's late timers and round trips stretch the
-	// quarter (measured beside other tests: 29).
+	// and more than one per third of a gap (a waiter's cadence is half a gap).
 	gap := session * 3 / 10
-	require.GreaterOrEqual(t, holding, int64(window/(gap*2/5)), "a holder's cadence is a quarter gap")
+	require.GreaterOrEqual(t, holding, int64(window/(gap/3)), "a holder's cadence is a quarter gap")
 	require.LessOrEqual(t, holding, int64(window/(gap/4))+2, "no more than a sync per quarter gap")
 }
 
