@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -157,8 +157,8 @@ func (c *Client) acquireOnce(ctx context.Context, a ask) (*Lease, error) {
 	if c.opts.watchOwnNode && !a.policy.brief() && !q.useListWatch() {
 		q.startFetch() // unless confirmHead read the node already
 	}
-	if hook := testHookBeforeLease.Load(); hook != nil {
-		(*hook)() // a pause at the worst moment, in tests
+	if hook, ok := testHookBeforeLease.Load(c); ok {
+		hook.(func())() // a pause at the worst moment, in tests
 	}
 	if err := q.awaitLive(ctx); err != nil {
 		return nil, q.giveUp(err)
@@ -186,9 +186,10 @@ func (q *queueNode) wait(ctx context.Context, a ask, children []string) error {
 	return q.waitTurn(ctx, a.rule, w, children, a.try)
 }
 
-// testHookBeforeLease, set only by tests, runs between the grant and the
-// making of the lease.
-var testHookBeforeLease atomic.Pointer[func()]
+// testHookBeforeLease, set only by tests, runs between a grant of the
+// client it is kept for (its key) and the making of the lease: each test's
+// client has its own, so such tests run in parallel.
+var testHookBeforeLease sync.Map
 
 // giveUp removes q after err ended its wait. If the server refuses the delete
 // (an ACL), the error names the node, which stays until its session ends.

@@ -4,14 +4,14 @@ import (
 	"context"
 )
 
-// SetHookBeforeLease runs fn between a grant and the making of its lease (a
-// process pause at the worst moment); nil removes it.
-func SetHookBeforeLease(fn func()) {
+// SetHookBeforeLease runs fn between a grant of c's and the making of its
+// lease (a process pause at the worst moment); nil removes it.
+func SetHookBeforeLease(c *Client, fn func()) {
 	if fn == nil {
-		testHookBeforeLease.Store(nil)
+		testHookBeforeLease.Delete(c)
 		return
 	}
-	testHookBeforeLease.Store(&fn)
+	testHookBeforeLease.Store(c, fn)
 }
 
 // OwnReadDone is closed once l's own-node read (token and own-node watch)

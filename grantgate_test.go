@@ -89,17 +89,19 @@ func stallUntilLossDue(c *zklock.Client, proxy *zktest.Proxy) func() {
 // this, every call returned (lease, nil) with Done closed and the node
 // deleted: the caller ran its critical section beside the next holder.
 func TestGrantAfterStallWaitsForTheLeader(t *testing.T) {
+	t.Parallel()
 	const session = 4 * time.Second
 	for _, k := range grantKinds {
 		t.Run(k.name, func(t *testing.T) {
+			t.Parallel() // the hook is the client's own
 			p := lockPath(t)
 			proxy := zktest.NewProxy(t, cluster.Addrs()...)
 			c := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(session))
 			obs := observer(t)
-			zklock.SetHookBeforeLease(stallUntilLossDue(c, proxy))
+			zklock.SetHookBeforeLease(c, stallUntilLossDue(c, proxy))
 			start := time.Now()
 			l, err := k.acquire(ctxTimeout(t, 20*time.Second), c, p)
-			zklock.SetHookBeforeLease(nil)
+			zklock.SetHookBeforeLease(c, nil)
 			require.NoError(t, err)
 			require.False(t, zklock.LossDue(c), "granted while the loss rule says lost")
 			select {

@@ -91,6 +91,7 @@ func TestGiveUpNamesNodeLeftWhenDeleteRefused(t *testing.T) {
 // to come back on the same session, and never hands out a lease born lost
 // (TestGrantAfterStallWaitsForTheLeader has the wire clock's case).
 func TestGrantAfterDropWaitsForTheSessionOnCallersConnection(t *testing.T) {
+	t.Parallel()
 	p := lockPath(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	conn, events := rawConn(t, []string{proxy.Addr()}, 4*time.Second)
@@ -99,7 +100,7 @@ func TestGrantAfterDropWaitsForTheSessionOnCallersConnection(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	m, err := c.NewMutex(p)
 	require.NoError(t, err)
-	zklock.SetHookBeforeLease(func() {
+	zklock.SetHookBeforeLease(c, func() {
 		proxy.Block(true)
 		proxy.Cut()
 		for conn.State() == zk.StateHasSession {
@@ -111,7 +112,7 @@ func TestGrantAfterDropWaitsForTheSessionOnCallersConnection(t *testing.T) {
 		}()
 	})
 	l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
-	zklock.SetHookBeforeLease(nil)
+	zklock.SetHookBeforeLease(c, nil)
 	require.NoError(t, err)
 	select {
 	case <-l.Done():

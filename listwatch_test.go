@@ -165,6 +165,7 @@ func TestListWatchedHolderHearsADeletionAcrossAReconnect(t *testing.T) {
 // (a request to release would then never be heard). The stall's timing
 // varies, so it is tried 30 times: the bug showed in 2 or 3 of them.
 func TestListWatchedRevokeHeardWhenTheReadBeatsTheStartingWatch(t *testing.T) {
+	t.Parallel()
 	c := connect(t, quietSession)
 	asker := connect(t)
 	for i := range 30 {
@@ -174,9 +175,9 @@ func TestListWatchedRevokeHeardWhenTheReadBeatsTheStartingWatch(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
 		}
-		zklock.SetHookBeforeLease(func() { zklock.StallMonitors(c) })
+		zklock.SetHookBeforeLease(c, func() { zklock.StallMonitors(c) })
 		l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
-		zklock.SetHookBeforeLease(nil)
+		zklock.SetHookBeforeLease(c, nil)
 		require.NoError(t, err)
 		require.True(t, zklock.ListWatched(l))
 		revoked := l.RevokeRequested()
