@@ -111,7 +111,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, w *Lease) (*Lease, error) {
 // canDowngrade says why w cannot be downgraded by rw, or nil.
 func (rw *RWMutex) canDowngrade(w *Lease) error {
 	switch {
-	case w == nil || w.Parts()[0] != w || isReentrant(w): // a lease of parts, or of a hold
+	case w == nil || w.h == nil || w.Parts()[0] != w || isReentrant(w): // no lease, a lease of parts, or of a hold
 		return fmt.Errorf("%w: downgrade needs a write lease of an RWMutex", ErrInvalidArgument)
 	case w.c != rw.c || w.onNode().q.path != rw.path || w.onNode().q.style != rw.write: // w.c: nil for a test double's
 		return fmt.Errorf("%w: downgrade: %s is not a write lease of this RWMutex (%s)", ErrInvalidArgument, w.Node(), rw.path)

@@ -45,8 +45,8 @@ type holding interface {
 	node() string                             // Node
 	sequence() int64                          // Sequence
 	token(ctx context.Context) (int64, error) // Token
-	err() error                               // Err: the loss rule applied now
-	release(ctx context.Context) error        // Release
+	err() error                               // Err: the loss rule applied now, a loss ended through the lease's transitions
+	release(ctx context.Context) error        // Release: the loss rule first (a lost lease is not released), then beginRelease
 	deadline() time.Time                      // Deadline
 	listen()                                  // someone waits on RevokeRequested
 	ending(err error)                         // the lease ends with err: under its lock, before Done closes

@@ -44,10 +44,11 @@ func newLease(q *queueNode, since time.Time, wrap func(*nodeHolding) holding) *L
 	if c.wire == nil { // with the wire clock, nothing closes it: a lease of Connect's does without
 		n.presumed = make(chan struct{})
 	}
+	n.unkeep = c.keep.want(true) // before register: Close may forget l at once
 	if !c.register(l) {
+		n.unkeep()
 		return nil
 	}
-	n.unkeep = c.keep.want(true)
 	if err := q.lossCheck(); err != nil {
 		l.lose(err)
 	}
@@ -127,7 +128,7 @@ func (n *nodeHolding) readToken(ctx context.Context) (int64, error) {
 // presumeLost is called from the event goroutine when the connection dropped
 // and there is no wire clock; it must not block.
 func (l *Lease) presumeLost() {
-	if n := l.onNode(); n.presumed != nil {
+	if n := l.onNode(); n != nil && n.presumed != nil {
 		n.presumeOnce.Do(func() { close(n.presumed) })
 	}
 }
@@ -230,7 +231,7 @@ func (l *Lease) lose(err error) {
 // forget takes l off its client's held leases.
 func (l *Lease) forget() {
 	l.c.forget(l)
-	if n := l.onNode(); n.unkeep != nil {
+	if n := l.onNode(); n != nil && n.unkeep != nil {
 		n.unkeep()
 	}
 }

@@ -45,7 +45,13 @@ func TestSemaphoreNeverMoreThanN(t *testing.T) {
 				now := inside.Add(1)
 				for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
 				}
-				time.Sleep(20 * time.Millisecond) // long enough for the others to fill every slot
+				// Until every slot has been used once, a holder stays for
+				// the others to fill them (20 ms did not, on a loaded
+				// machine); then it holds briefly.
+				for deadline := time.Now().Add(10 * time.Second); most.Load() < n && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(20 * time.Millisecond)
 				inside.Add(-1)
 				assert.NoError(t, l.Release(context.Background()))
 			}
