@@ -13,8 +13,11 @@ GO ?= go
 # machine run alone within their package (no t.Parallel); the torture runs
 # in a process of its own beside the root package's other tests. QUIET are
 # the tests whose bound is tight against a busy CPU's timer lateness: they
-# run alone, after the others. docs/testing.md lists the slowest tests.
-MODULES = ./... ./metrics/zklockprom/... ./metrics/zklockotel/...
+# run alone, after the others. The slowest packages are named first, so
+# that they start first (go test keeps this order); docs/testing.md lists
+# the slowest tests.
+SLOWEST = . ./cmd/zklock ./cmd/zklock/internal/lockservice ./cmd/zklock-scale ./internal/interop ./zktest ./cmd/zklock-bench
+MODULES = $(SLOWEST) ./... ./metrics/zklockprom/... ./metrics/zklockotel/...
 QUIET = ^(TestServerPauseBelowTheBoundEndsNoLease|TestKeepAliveCost)$$
 test: zk interop
 	$(GO) vet $(MODULES)

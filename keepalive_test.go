@@ -21,9 +21,9 @@ import (
 // Its window's count moves both ways on a busy CPU (late timers; extra
 // proofs after slow answers): `make test` runs it alone, after the others.
 func TestKeepAliveCost(t *testing.T) {
-	zc := zktest.Start(t) // a server of its own: its packet count is this test's
 	const session, window = 2 * time.Second, 6 * time.Second
-	packets := func(hold bool) int64 {
+	packets := func(t *testing.T, hold bool) int64 {
+		zc := zktest.Start(t) // a server of its own: its packet count is this client's
 		c := connectVia(t, zc.Addrs(), zklock.WithSessionTimeout(session))
 		if hold {
 			l, err := mustMutex(t, c, lockPath(t)).Acquire(ctxTimeout(t, 10*time.Second))
@@ -39,7 +39,11 @@ func TestKeepAliveCost(t *testing.T) {
 		require.NoError(t, c.Close())
 		return after.PacketsReceived() - before.PacketsReceived() - 1 // less the mntr itself
 	}
-	idle, holding := packets(false), packets(true)
+	var idle, holding int64
+	t.Run("windows", func(t *testing.T) { // side by side, each on its own server
+		t.Run("idle", func(t *testing.T) { t.Parallel(); idle = packets(t, false) })
+		t.Run("holding", func(t *testing.T) { t.Parallel(); holding = packets(t, true) })
+	})
 	pings := int64(window / (session / 3))
 	syncs := holding - idle
 	t.Logf("in %v with T = %v: idle client %d packets (pings every T/3: %d), holding client %d: %d syncs, %.2f a second (%.1f per T)",
