@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,8 +165,11 @@ func TestListWatchedHolderHearsADeletionAcrossAReconnect(t *testing.T) {
 // watch as its starting watch, and that watch must not replace the node's
 // (a request to release would then never be heard). The stall's timing
 // varies, so it is tried 30 times: the bug showed in 2 or 3 of them.
+//
+// Not parallel: that the third acquisition holds at once and is list-watched
+// is a guess from the path's recent acquisitions, which a busy machine can
+// upset.
 func TestListWatchedRevokeHeardWhenTheReadBeatsTheStartingWatch(t *testing.T) {
-	t.Parallel()
 	c := connect(t, quietSession)
 	asker := connect(t)
 	for i := range 30 {
@@ -175,9 +179,13 @@ func TestListWatchedRevokeHeardWhenTheReadBeatsTheStartingWatch(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
 		}
-		zklock.SetHookBeforeLease(c, func() { zklock.StallMonitors(c) })
+		var stalled atomic.Bool
+		zklock.SetHookBeforeLease(c, func() { zklock.StallMonitors(c); stalled.Store(true) })
 		l, err := m.Acquire(ctxTimeout(t, 10*time.Second))
 		zklock.SetHookBeforeLease(c, nil)
+		if stalled.Load() && (err != nil || !zklock.ListWatched(l)) {
+			zklock.ResumeMonitors(c) // about to fail: Close must not wait for stalled monitors
+		}
 		require.NoError(t, err)
 		require.True(t, zklock.ListWatched(l))
 		revoked := l.RevokeRequested()

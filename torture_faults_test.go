@@ -488,24 +488,35 @@ func (tt *torture) deleteByHand(f fault) {
 			continue
 		}
 		if f.kind == fDeleteHolder {
-			tt.deleteNode(f, path+"/"+nodes[0], false)
+			tt.deleteNode(f, path+"/"+nodes[0], "")
 			return
 		}
 		holder := path + "/" + nodes[0]
 		if len(nodes) > 1 && tt.lg.holdsLong(path, holder, tt.ownerOf(holder), 500*time.Millisecond) {
-			tt.deleteNode(f, path+"/"+nodes[1+int(f.u1*float64(len(nodes)-1))], true)
+			tt.deleteNode(f, path+"/"+nodes[1+int(f.u1*float64(len(nodes)-1))], holder)
 			return
 		}
 	}
 	tt.counts.add("skipped." + f.kind.String())
 }
 
-func (tt *torture) deleteNode(f fault, node string, clean bool) {
+// deleteNode deletes node; with holder (a waiter's node deleted behind a
+// holder), the deletion is clean only if holder's node is still there after
+// it, read on the same session: the ledger's word that the holder means to
+// hold is not enough (its lease may have ended unseen, a loss during a
+// leader's pause, and its node gone first: the waiter is then granted
+// before the deletion, rightly).
+func (tt *torture) deleteNode(f fault, node, holder string) {
 	owner := tt.ownerOf(node)
 	at := monoNow()
 	if err := tt.obs.Delete(node, -1); err != nil {
 		tt.counts.add("skipped." + f.kind.String())
 		return
+	}
+	clean := false
+	if holder != "" {
+		there, _, err := tt.obs.Exists(holder)
+		clean = err == nil && there
 	}
 	tt.lg.handDeleted(handDeletion{node: node, owner: owner, at: at, clean: clean})
 	tt.began(f.kind, "%s", node)
