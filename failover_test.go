@@ -24,6 +24,26 @@ type holders struct {
 	overlaps  int
 	shrinks   int
 	granted   int
+	failed    int   // acquisitions that ended in an error
+	lastErr   error // the latest of them
+}
+
+// explainOnFailure logs, if t fails, what the workers and clients were
+// doing: how many grants and failed acquisitions, the last error, and each
+// client's session state.
+func (h *holders) explainOnFailure(t *testing.T, clients []*zklock.Client) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		states := make([]string, len(clients))
+		for i, c := range clients {
+			states[i] = c.State().String()
+		}
+		t.Logf("granted %d, failed %d (last: %v); client states %v", h.granted, h.failed, h.lastErr, states)
+	})
 }
 
 func (h *holders) acquired(l *zklock.Lease) {
@@ -83,6 +103,9 @@ func contend(t *testing.T, clients []*zklock.Client, p string, h *holders) (stop
 				l, err := m.Acquire(ctx)
 				cancel()
 				if err != nil {
+					h.mu.Lock()
+					h.failed, h.lastErr = h.failed+1, err
+					h.mu.Unlock()
 					assert.ErrorIs(t, err, context.DeadlineExceeded)
 					assert.Less(t, time.Since(start), deadline+2*time.Second, "Acquire overran its deadline")
 					continue
@@ -112,6 +135,7 @@ func TestServerRestartWithHolderAndWaiters(t *testing.T) {
 	obs := clients[0]
 	const p = "/restart/lock"
 	h := &holders{}
+	h.explainOnFailure(t, clients)
 	stop := contend(t, clients, p, h)
 
 	eventually(t, "some hand-offs before the restart", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= 20 })
@@ -138,6 +162,7 @@ func TestEnsembleLeaderKilledWhileContending(t *testing.T) {
 	}
 	const p = "/ensemble/lock"
 	h := &holders{}
+	h.explainOnFailure(t, clients)
 	stop := contend(t, clients, p, h)
 
 	eventually(t, "hand-offs before the kill", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= 20 })
