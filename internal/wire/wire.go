@@ -111,6 +111,7 @@ func (w *Tap) Dial(network, address string, timeout time.Duration) (net.Conn, er
 		nc = newChrootConn(nc, w.chroot)
 	}
 	c := &wireConn{Conn: nc, raw: raw, w: w, addr: address}
+	bound := w.handshakeBound(timeout)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -121,6 +122,7 @@ func (w *Tap) Dial(network, address string, timeout time.Duration) (net.Conn, er
 	w.conns[c] = struct{}{}
 	w.current = c
 	w.dials++ // before go-zookeeper reads a byte of the new connection
+	c.boundHandshake(bound)
 	return c, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,8 @@ type wireConn struct {
 	headN   int
 	handled bool // the current frame's header was processed
 	frames  int  // frames read on this connection
+
+	silenced atomic.Bool // closed by boundHandshake: no connect response in time
 
 	awaiting map[int32]*Expectation // expected packets written here, by xid, until their reply
 	unproven []answer               // answers the leader may not know of yet (proof.go)
@@ -151,7 +154,7 @@ func (c *wireConn) fill(b []byte) (int, error) {
 			return 0, perr
 		}
 	}
-	if err != nil && c.w.ctx.Err() == nil && c.handshakeless() {
+	if err != nil && c.w.ctx.Err() == nil && c.handshakeless() && !c.silenced.Load() {
 		c.w.setErr(c.addr, c.w.closedBeforeAnswer(err))
 	}
 	return n, err
