@@ -17,7 +17,8 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts its own ZooKeeper and builds zklock; skipped with -short")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// 12-20 s alone; a run beside the other packages' tests took over 60 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "../../scripts/demo.sh")
 	cmd.WaitDelay = 5 * time.Second
@@ -26,7 +27,7 @@ func TestDemo(t *testing.T) {
 	took := time.Since(began)
 	t.Logf("demo took %v:\n%s", took, out)
 	require.NoError(t, err, "demo failed")
-	require.Less(t, took, 60*time.Second)
+	require.Less(t, took, 2*time.Minute)
 	text := string(out)
 	require.Contains(t, text, "Served in arrival order (1 2 3 4)")
 	require.Contains(t, text, "worker 5 got SIGTERM")
