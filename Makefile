@@ -12,14 +12,29 @@ GO ?= go
 # loaded the machine so that timing bounds failed). Tests
 # that read server-wide counters, set a package-wide hook or need a quiet
 # machine run alone within their package (no t.Parallel); the torture runs
-# in a process of its own beside the root package's other tests. QUIET are
-# the tests whose bound is tight against a busy CPU's timer lateness: they
-# run alone, after the others. The slowest packages are named first, so
+# in a process of its own beside the root package's other tests; the quiet
+# tests (below) run alone, after the others. The slowest packages are named first, so
 # that they start first (go test keeps this order); docs/testing.md lists
 # the slowest tests.
 SLOWEST = . ./cmd/zklock ./cmd/zklock/internal/lockservice ./internal/interop ./zktest ./cmd/zklock-scale ./cmd/zklock-bench
 MODULES = $(SLOWEST) ./... ./metrics/zklockprom/... ./metrics/zklockotel/...
-QUIET = ^(TestServerPauseBelowTheBoundEndsNoLease|TestKeepAliveCost)$$
+# QUIET_TESTS: the root package's tests that count the shared server's
+# requests and watches exactly (mntr: a keep-alive's sync slipped into a
+# window stretched by a busy CPU), read CPU time, or whose bound is tight
+# against timer lateness. They have no t.Parallel, and run after the rest.
+QUIET_TESTS = TestServerPauseBelowTheBoundEndsNoLease TestKeepAliveCost \
+	TestCallerClosingConnectionEndsWaits TestCleanerSparesPathRecreatedAfterItsRead TestCleanerSparesPathRecreatedAfterItsStamp \
+	TestCleanerStampsThenRemoves TestCreateWhoseSessionExpiredBeforeItsSessionWasRead TestElectionRequestCost \
+	TestGuardRevokeRequestCost TestHandOffAfterAReconnectReadsTheOwnNode TestHandOffRefusedWhenTheWaitersNodeWentFirst \
+	TestHandshakeThenCloseDoesNotReconnectInAHotLoop TestListWatchedHolderHearsADeletionAcrossAReconnect TestListWatchedHolderHearsARevokeOnceItListens \
+	TestListWatchedHolderHearsItsNodeDeleted TestListWatchedHolderWatchesItsNodeOnceSomeoneJoins TestListWatchedRevokeAskedWhileDisconnected \
+	TestMutexReleaseWakesExactlyOneWaiter TestRWMutexDowngradeCost TestRWMutexDowngradeWithWaitersOfBothLibraries \
+	TestRWMutexReleaseWakesExactlyWhomItFrees TestRWMutexWriterWaitsForCuratorsDowngradedReader TestReentrantSameGoroutine \
+	TestRequestCostHandOffs TestRequestCostPerPrimitive TestRequestCostUncontended \
+	TestRevokeHeardWhenTheRewatchReadIsLost TestSemaphoreAcquireNCost
+empty :=
+space := $(empty) $(empty)
+QUIET = ^($(subst $(space),|,$(strip $(QUIET_TESTS))))$$
 test: zk interop
 	$(GO) vet $(MODULES)
 	$(MAKE) --no-print-directory -j2 test-main rehearse
