@@ -167,6 +167,52 @@ func TestPartitionedHolderLosesLeaseBeforeAnotherAcquires(t *testing.T) {
 	}
 }
 
+// A loss presumed while the session lives on (the holder's connection
+// stalled past its deadline, then flowing again before the session could
+// expire) keeps the holder's node until a whole session timeout after the
+// leader's last word: the waiter is granted no sooner than a true expiry
+// would let it, 0.2 T after the holder's deadline, the holder's time to
+// stop (zklock exec kills its command by 0.9 T). Deleting the node at the
+// loss let a waiter in while exec's command still ran.
+func TestFalseLossKeepsTheNodeUntilTheSessionMayExpire(t *testing.T) {
+	t.Parallel()
+	const T = 2 * time.Second
+	ctx := ctxTimeout(t, 30*time.Second)
+	p := lockPath(t)
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	holder := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(T))
+	l, err := mustMutex(t, holder, p).Acquire(ctx)
+	require.NoError(t, err)
+	session := holder.Conn().SessionID()
+	acquired := make(chan time.Time, 1)
+	go func() {
+		ol, err := mustMutex(t, connect(t), p).Acquire(ctx)
+		acquired <- time.Now()
+		if assert.NoError(t, err) {
+			assert.NoError(t, ol.Release(context.Background()))
+		}
+	}()
+	waitChildren(t, obs, p, 2)
+	ended := make(chan leaseEnd, 1)
+	go watchEnd(ctx, l, ended)
+	proxy.Stall()
+	end, ok := <-ended
+	proxy.Resume() // well before the session can expire: it lives on
+	require.True(t, ok, "the stall did not end the lease")
+	require.ErrorIs(t, l.Err(), zklock.ErrLockLost)
+	grantAt := <-acquired
+	require.False(t, grantAt.Before(end.deadline.Add(T/5)),
+		"the waiter was granted %v after the holder's deadline, within its last 0.2 T", grantAt.Sub(end.deadline))
+	eventually(t, "the holder's session answering again", func() bool {
+		s := holder.State()
+		return s == zklock.StateConnected || s == zklock.StateReconnected
+	})
+	require.Equal(t, session, holder.Conn().SessionID(), "the holder's session lived on (a false loss)")
+	t.Logf("granted %v after the holder's Done, %v after its deadline", grantAt.Sub(end.at).Round(time.Millisecond),
+		grantAt.Sub(end.deadline).Round(time.Millisecond))
+}
+
 func TestLeaseLostWhenNodeDeletedBySomeoneElse(t *testing.T) {
 	t.Parallel()
 	_, obs, _, l := holding(t)

@@ -224,8 +224,22 @@ func (l *Lease) lose(err error) {
 	if !releasing { // a Release is deleting it already
 		// Delete by name even if the session seems over: the name carries
 		// our GUID, and a node that is already gone costs one NoNode.
-		n.q.removeInBackground()
+		n.q.removeInBackground(l.keepNodeFor(err))
 	}
+}
+
+// keepNodeFor is how long a lost lease's node stays: until its session may
+// have expired, when the loss is only presumed (no word from the leader for
+// 0.8 T). Deleting it at once would let the next waiter in while the
+// holder may still be in its critical section: the loss deadline is when
+// the holder must start to stop, and the 0.2 T left until the session can
+// expire is the holder's to finish (zklock exec kills its command by 0.9
+// T). A node deleted by someone else, or a hold limit reached, goes at once.
+func (l *Lease) keepNodeFor(err error) time.Duration {
+	if l.c.wire == nil || errors.Is(err, ErrHoldLimit) || isNodeDeleted(err) {
+		return 0
+	}
+	return l.c.clock.untilExpiryOf(l.onNode().q.sess.id)
 }
 
 // forget takes l off its client's held leases.

@@ -160,6 +160,17 @@ func (k *lossClock) untilLossDeadlineOf(session int64) time.Duration {
 	return time.Until(proven.Add(k.trusted()))
 }
 
+// untilExpiryOf is how long until the session may have expired at the
+// earliest: a whole granted timeout after the leader last heard of it (0
+// for another session).
+func (k *lossClock) untilExpiryOf(session int64) time.Duration {
+	proven, of := k.wire.LeaderContact()
+	if of != session {
+		return 0
+	}
+	return max(time.Until(proven.Add(k.granted())), 0)
+}
+
 // untilSilent returns how long until the client has heard from no server
 // for as long as a lease is trusted.
 func (k *lossClock) untilSilent() time.Duration {

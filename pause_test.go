@@ -61,6 +61,7 @@ func TestServerPauseBelowTheBoundEndsNoLease(t *testing.T) {
 			h := connectVia(t, []string{zc.Addrs()[at]}, zklock.WithSessionTimeout(T))
 			l, err := mustMutex(t, h, lockPath(t)).Acquire(ctx)
 			require.NoError(t, err)
+			var ended time.Time // the last pause's end
 			for i := range pauses {
 				victim := leader
 				if rand.IntN(3) == 0 {
@@ -69,18 +70,19 @@ func TestServerPauseBelowTheBoundEndsNoLease(t *testing.T) {
 				// The bound is for a lease whose word is as fresh as the
 				// keep-alive keeps it: after a pause, the answers around it
 				// are proven a proof gap or two later.
-				waitFresh(t, l, T, freshAgain)
+				waitFresh(t, l, T, ended, freshAgain)
 				time.Sleep(time.Duration(rand.Int64N(int64(T * 3 / 40)))) // the phase against the keep-alive's syncs
 				// Below the bound by round trips and a loaded machine's
 				// timer lateness: 0.2-0.33 T.
 				d := time.Duration((0.2 + 0.13*rand.Float64()) * float64(T))
 				require.NoError(t, servers[victim].Pause(ctx, d))
+				ended = time.Now()
 				require.NoError(t, l.Err(), "pause %d: %v (%.2f T) of server %d (leader: %v) ended the lease",
 					i, d, float64(d)/float64(T), victim, victim == leader)
 				t.Logf("pause %d: %v (%.2f T) of server %d (leader: %v): held, deadline in %v", i, d.Round(time.Millisecond),
 					float64(d)/float64(T), victim, victim == leader, time.Until(l.Deadline()).Round(time.Millisecond))
 			}
-			waitFresh(t, l, T, freshAgain)
+			waitFresh(t, l, T, ended, freshAgain)
 			require.NoError(t, l.Release(ctx))
 		})
 	}
@@ -88,11 +90,17 @@ func TestServerPauseBelowTheBoundEndsNoLease(t *testing.T) {
 
 // waitFresh waits until l's word is as fresh as the keep-alive keeps it
 // (the state the bound is for), and fails at once if l ended meanwhile.
-func waitFresh(t *testing.T, l *zklock.Lease, T, within time.Duration) {
+// A deadline far off just after a pause is not that state: the answers
+// around the pause are proven only a proof gap later, so the word stays
+// old until about 0.6 T after the pause ended (docs/guarantees.md: two
+// pauses closer than that count as one). Measured: a 0.21 T pause of the
+// leader left 0.5 T of trust, and a 0.25 T pause of the holder's server
+// 0.1 T after it ended the lease, as the docs say it may.
+func waitFresh(t *testing.T, l *zklock.Lease, T time.Duration, pauseEnded time.Time, within time.Duration) {
 	t.Helper()
 	eventuallyWithin(t, within, "the leader's word fresh again", func() bool {
 		require.NoError(t, l.Err(), "the lease ended between pauses")
-		return time.Until(l.Deadline()) >= steadyDeadline(T)
+		return time.Since(pauseEnded) >= T*6/10 && time.Until(l.Deadline()) >= steadyDeadline(T)
 	})
 }
 
@@ -135,26 +143,49 @@ func TestServerPauseAboveTheBoundEndsTheLeaseFirst(t *testing.T) {
 		eventuallyWithin(t, 2*T, "the connect's proof aged", func() bool {
 			return time.Until(held.Deadline()) <= T*55/100
 		})
-		ended := make(chan time.Time, 1)
-		go func() {
-			select {
-			case <-held.Done():
-				ended <- time.Now()
-			case <-ctx.Done():
-			}
-			close(ended)
-		}()
+		ended := make(chan leaseEnd, 1)
+		go watchEnd(ctx, held, ended)
 		d := time.Duration((0.6 + 0.3*rand.Float64()) * float64(T))
 		require.NoError(t, servers[leader].Pause(ctx, d))
-		doneAt, ok := <-ended
+		end, ok := <-ended
 		require.True(t, ok, "a pause of %v (%.2f T) did not end the lease", d, float64(d)/float64(T))
 		grantAt, ok := <-granted
 		if !ok {
 			t.Fatalf("W's Acquire failed: %v", <-failed)
 		}
-		require.True(t, doneAt.Before(grantAt), "two holders: W granted %v before H's Done", doneAt.Sub(grantAt))
-		t.Logf("pause %d: %v (%.2f T): H's Done %v before W's grant", i, d.Round(time.Millisecond), float64(d)/float64(T), grantAt.Sub(doneAt).Round(time.Millisecond))
+		require.True(t, end.at.Before(grantAt), "two holders: W granted %v before H's Done", end.at.Sub(grantAt))
+		// H's node stays until its session may have expired (T after the
+		// leader's last word, 0.2 T after the deadline): H's time to stop.
+		require.False(t, grantAt.Before(end.deadline.Add(T/5)),
+			"W granted %v after H's deadline, within H's last 0.2 T", grantAt.Sub(end.deadline))
+		t.Logf("pause %d: %v (%.2f T): H's Done %v before W's grant, %v after its deadline", i, d.Round(time.Millisecond),
+			float64(d)/float64(T), grantAt.Sub(end.at).Round(time.Millisecond), grantAt.Sub(end.deadline).Round(time.Millisecond))
 		require.NoError(t, h.Close())
 		require.NoError(t, w.Close())
+	}
+}
+
+// leaseEnd is when a lease ended, and its last deadline while it held.
+type leaseEnd struct{ at, deadline time.Time }
+
+// watchEnd follows l's deadline until l ends, then sends the end on ended
+// (closed either way, with nothing sent if ctx ends first).
+func watchEnd(ctx context.Context, l *zklock.Lease, ended chan<- leaseEnd) {
+	defer close(ended)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-l.Done():
+			ended <- leaseEnd{time.Now(), last}
+			return
+		case <-tick.C:
+			if d := l.Deadline(); l.Err() == nil && d.After(last) {
+				last = d // read while it held: a true deadline
+			}
+		case <-ctx.Done():
+			return
+		}
 	}
 }

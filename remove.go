@@ -136,14 +136,23 @@ func (q *queueNode) removeWithin(ctx context.Context, ended <-chan struct{}) (re
 	}
 }
 
-// removeInBackground removes q's node without anyone waiting (a lost lease).
-func (q *queueNode) removeInBackground() {
+// removeInBackground removes q's node without anyone waiting (a lost
+// lease), once wait has passed, or at once when Close begins.
+func (q *queueNode) removeInBackground(wait time.Duration) {
 	c := q.c
 	if !c.trackRelease() {
 		return // Close has finished releasing and is closing the session
 	}
 	go func() {
 		defer c.wg.Done()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-c.closing:
+				t.Stop()
+			}
+		}
 		_ = q.removeNode()
 	}()
 }

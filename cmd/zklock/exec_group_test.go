@@ -260,6 +260,33 @@ func TestExecCutOffKillsBeforeTheSessionExpires(t *testing.T) {
 	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.errText())
 }
 
+// A false loss: zklock's connection stalls past its lease's deadline and
+// flows again before the session can expire. The session lives on, and so
+// would the node, were the library to delete it at the loss: the next
+// holder would run beside a command that ignores SIGTERM, which zklock
+// kills only at 0.9 T. The node stays until T after the leader's word.
+func TestExecFalseLossKillsBeforeTheNextHolder(t *testing.T) {
+	t.Parallel()
+	path := lockPath(t)
+	c := connect(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	pids, events := runFiles(t)
+	p := start(t, "exec", "--servers", proxy.Addr(), "--session-timeout", "2s", "--grace", "30s", path, "--", "sh", "-c",
+		`trap "" TERM; echo $$ >> $0; echo started >> $1; while :; do sleep 0.05; done`, pids, events)
+	waitQueue(t, c, path, 1)
+	waitFile(t, events, "started")
+	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
+	waitQueue(t, c, path, 2)
+	proxy.Stall()
+	eventuallyWithin(t, 10*time.Second, "zklock's loss", func() bool {
+		return strings.Contains(p.errText(), "lost the lock on "+path+" while the command ran")
+	})
+	proxy.Resume() // at 0.8 T: the session lives on
+	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+	requireNoSurvivor(t, events, "started\n")
+	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.errText())
+}
+
 // A closed stderr while zklock waits: its timeout message fails to write
 // instead of killing zklock, which exits 75 as it says. The torture's exec
 // runners saw zklock die of SIGPIPE before its command started (exit 141)
