@@ -33,7 +33,8 @@ type Client struct {
 func Connect(t testing.TB, servers []string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) *Client {
 	t.Helper()
 	c := &Client{changed: make(chan struct{}), log: zkserver.NewLog(t.Logf)}
-	zopts := []func(*zk.Conn){zk.WithLogger(logger{c.log})}
+	// The handshake bound first: a dialer among opts replaces it.
+	zopts := []func(*zk.Conn){zk.WithDialer(handshakeDialer(handshakeBound(sessionTimeout))), zk.WithLogger(logger{c.log})}
 	zopts = append(zopts, opts...)
 	zopts = append(zopts, zk.WithEventCallback(c.record))
 	// go-zookeeper's option type is unexported; one func(*zk.Conn) that
