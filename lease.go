@@ -97,9 +97,10 @@ func (l *Lease) Token(ctx context.Context) (int64, error) { return l.h.token(ctx
 // Done returns a channel closed when the lease ends for any reason: Release,
 // loss, or Close. A loss presumed for want of the leader's word (Deadline
 // passed) leaves the lock node in place until the session may have expired,
-// a whole session timeout after that word: the next holder is granted no
-// earlier, which leaves the holder the last 20 % of the timeout, from Done,
-// to stop its work (less whatever its clock runs slow against the leader's).
+// a whole session timeout after that word (0.2 of it after Deadline): the
+// next holder is granted no earlier, and the holder has until then to stop
+// its work. Closing the client meanwhile ends the session, and with it the
+// node: close it only once the work has stopped.
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
 // Err returns nil while the lease is held, then why it ended: ErrReleased,

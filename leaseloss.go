@@ -210,13 +210,17 @@ func (q *queueNode) lossCheck() error {
 		return c.sessionLoss()
 	case c.wire != nil:
 		if c.clock.untilLossDeadlineOf(q.sess.id) <= 0 {
-			return fmt.Errorf("%w: no word from ZooKeeper's leader for longer than the session can be trusted", ErrLockLost)
+			return errPresumedLost
 		}
 	case c.conn.State() != zk.StateHasSession:
 		return fmt.Errorf("%w: connection to ZooKeeper lost", ErrLockLost)
 	}
 	return nil
 }
+
+// errPresumedLost is the loss rule's end: no word from the leader for as
+// long as a session is trusted. The session may live on.
+var errPresumedLost = fmt.Errorf("%w: no word from ZooKeeper's leader for longer than the session can be trusted", ErrLockLost)
 
 // sessionLoss is the end of a lease whose session is over.
 func (c *Client) sessionLoss() error {

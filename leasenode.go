@@ -234,9 +234,10 @@ func (l *Lease) lose(err error) {
 // holder may still be in its critical section: the loss deadline is when
 // the holder must start to stop, and the 0.2 T left until the session can
 // expire is the holder's to finish (zklock exec kills its command by 0.9
-// T). A node deleted by someone else, or a hold limit reached, goes at once.
+// T). Any other end (the node deleted, the session over, a hold limit, a
+// refused read) deletes it at once.
 func (l *Lease) keepNodeFor(err error) time.Duration {
-	if l.c.wire == nil || errors.Is(err, ErrHoldLimit) || isNodeDeleted(err) {
+	if l.c.wire == nil || !errors.Is(err, errPresumedLost) {
 		return 0
 	}
 	return l.c.clock.untilExpiryOf(l.onNode().q.sess.id)
