@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: test test-main test-pause test-counts test-fast torture bench bench-scale zk interop demo container rehearse
+.PHONY: test vet test-main test-pause test-counts test-fast torture bench bench-scale zk interop demo container rehearse
 
 # The packages of this module and of the metrics adapters, three test
 # binaries at a time (-p 3), each running up to three of its tests at once
@@ -40,14 +40,18 @@ space := $(empty) $(empty)
 anyOf = ^($(subst $(space),|,$(strip $(1))))$$
 QUIET = $(call anyOf,$(PAUSE_TEST) $(COUNT_TESTS))
 test: zk interop
-	$(GO) vet $(MODULES)
-	$(MAKE) --no-print-directory -j2 test-main rehearse
+	$(MAKE) --no-print-directory -j3 vet test-main rehearse
 	$(MAKE) --no-print-directory -j2 test-pause test-counts
 
 test-pause:
 	$(GO) test -race -count=1 -timeout 5m -run '$(call anyOf,$(PAUSE_TEST))' .
 test-counts:
 	$(GO) test -race -count=1 -timeout 5m -run '$(call anyOf,$(COUNT_TESTS))' .
+
+# vet runs beside the main run (it type-checks from the build cache the run
+# fills anyway).
+vet:
+	$(GO) vet $(MODULES)
 
 # test-main is make test's main run; the release rehearsal runs beside it
 # (it builds from the shared cache and waits on its file proxy, and saves

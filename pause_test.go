@@ -48,7 +48,7 @@ func steadyDeadline(T time.Duration) time.Duration { return T * 41 / 100 }
 func TestServerPauseBelowTheBoundEndsNoLease(t *testing.T) {
 	zc := pauseEnsemble(t)
 	servers := zc.Servers()
-	for T, pauses := range map[time.Duration]int{2 * time.Second: 12, 3 * time.Second: 8} {
+	for T, pauses := range map[time.Duration]int{2 * time.Second: 10, 3 * time.Second: 6} {
 		t.Run(fmt.Sprintf("T%v", T), func(t *testing.T) {
 			ctx := ctxTimeout(t, 2*time.Minute)
 			// How long the word may take to be fresh again after a pause: a
