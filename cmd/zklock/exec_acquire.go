@@ -57,6 +57,7 @@ func (o *execOpts) acquire(sigs <-chan os.Signal, stderr io.Writer) (*zklock.Cli
 	if r.err == nil {
 		o.granted = r.granted
 		o.grantedSession = r.client.SessionTimeout()
+		o.sessionTimeout = r.client.SessionTimeout
 		return r.client, r.lease, 0
 	}
 	return nil, nil, o.acquireFailed(r, errors.Is(context.Cause(ctx), errTimedOut), stderr)

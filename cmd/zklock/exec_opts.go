@@ -57,6 +57,9 @@ type execOpts struct {
 	// grantedSession is the session timeout the server granted: the group's
 	// deadlines keep clear of the session's expiry (groupDeadline).
 	grantedSession time.Duration
+	// sessionTimeout is the client's SessionTimeout: the smallest grant of
+	// the session so far, which a reconnection may lower.
+	sessionTimeout func() time.Duration
 }
 
 // execOptsOf reads exec's flags and arguments. It returns nil and the exit

@@ -28,6 +28,9 @@ type groupDeadline struct {
 	// session timeout after the leader last heard from zklock, and the
 	// session cannot expire before 100 %; the group is dead by half way.
 	slack time.Duration
+	// timeout is the session's timeout now (nil: slack stays): a
+	// reconnection granted less moves the expiry nearer, and the slack with it.
+	timeout func() time.Duration
 	// holdTerm, holdKill: --max-hold's SIGTERM and SIGKILL (zero without a
 	// limit); see holdStops.
 	holdTerm, holdKill time.Time
@@ -58,7 +61,7 @@ const (
 // starts the reaper, arms --max-hold's stops from the grant and feeds the
 // reaper the lease's deadline until stop.
 func (o *execOpts) newGroupDeadline(pgid int, lease *zklock.Lease) *groupDeadline {
-	g := &groupDeadline{pgid: pgid, lease: lease, slack: o.grantedSession / 10,
+	g := &groupDeadline{pgid: pgid, lease: lease, slack: o.grantedSession / 10, timeout: o.sessionTimeout,
 		notes: make(chan groupNote, 4), quit: make(chan struct{})}
 	g.heldTill = g.leaseBound(time.Now())
 	if o.maxHold > 0 {
@@ -88,7 +91,17 @@ func (g *groupDeadline) leaseBound(now time.Time) time.Time {
 	if !d.After(now) {
 		return time.Time{} // ended meanwhile
 	}
-	return d.Add(g.slack)
+	return d.Add(g.slackNow())
+}
+
+// slackNow is the slack for the session's timeout now: a tenth of it, never
+// more than at the grant. The library keeps a lost lease's node until the
+// session may have expired, 0.2 of the smallest grant after the deadline.
+func (g *groupDeadline) slackNow() time.Duration {
+	if g.timeout == nil {
+		return g.slack
+	}
+	return min(g.slack, g.timeout()/10)
 }
 
 // bound is the earliest of the moments the group must be dead by: the
