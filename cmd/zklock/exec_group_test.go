@@ -244,20 +244,9 @@ func TestExecLeftoversGetTheGraceWhileTheLockHolds(t *testing.T) {
 // --grace says (30s here, with a 2s session timeout).
 func TestExecCutOffKillsBeforeTheSessionExpires(t *testing.T) {
 	t.Parallel()
-	path := lockPath(t)
-	c := connect(t)
-	proxy := zktest.NewProxy(t, cluster.Addrs()...)
-	pids, events := runFiles(t)
-	p := start(t, "exec", "--servers", proxy.Addr(), "--session-timeout", "2s", "--grace", "30s", path, "--", "sh", "-c",
-		`trap "" TERM; echo $$ >> $0; echo started >> $1; while :; do sleep 0.05; done`, pids, events)
-	waitQueue(t, c, path, 1)
-	waitFile(t, events, "started")
-	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
-	waitQueue(t, c, path, 2)
-	proxy.Stall()
-	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
-	requireNoSurvivor(t, events, "started\n")
-	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.errText())
+	h := stubbornBehindAProxy(t)
+	h.proxy.Stall()
+	h.requireKilledBeforeTheNext(t)
 }
 
 // A false loss: zklock's connection stalls past its lease's deadline and
@@ -267,24 +256,46 @@ func TestExecCutOffKillsBeforeTheSessionExpires(t *testing.T) {
 // kills only at 0.9 T. The node stays until T after the leader's word.
 func TestExecFalseLossKillsBeforeTheNextHolder(t *testing.T) {
 	t.Parallel()
+	h := stubbornBehindAProxy(t)
+	h.proxy.Stall()
+	eventuallyWithin(t, 10*time.Second, "zklock's loss", func() bool {
+		return strings.Contains(h.first.errText(), "lost the lock on "+h.path+" while the command ran")
+	})
+	h.proxy.Resume() // at 0.8 T: the session lives on
+	h.requireKilledBeforeTheNext(t)
+}
+
+// stubbornHolder is a zklock exec holding path through proxy (session 2s,
+// --grace 30s) for a command that ignores SIGTERM, and a second exec
+// waiting behind it, which checks for survivors of the first when it runs.
+type stubbornHolder struct {
+	path        string
+	proxy       *zktest.Proxy
+	first, next *proc
+	events      string
+}
+
+func stubbornBehindAProxy(t *testing.T) stubbornHolder {
 	path := lockPath(t)
 	c := connect(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	pids, events := runFiles(t)
-	p := start(t, "exec", "--servers", proxy.Addr(), "--session-timeout", "2s", "--grace", "30s", path, "--", "sh", "-c",
+	first := start(t, "exec", "--servers", proxy.Addr(), "--session-timeout", "2s", "--grace", "30s", path, "--", "sh", "-c",
 		`trap "" TERM; echo $$ >> $0; echo started >> $1; while :; do sleep 0.05; done`, pids, events)
 	waitQueue(t, c, path, 1)
 	waitFile(t, events, "started")
 	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
 	waitQueue(t, c, path, 2)
-	proxy.Stall()
-	eventuallyWithin(t, 10*time.Second, "zklock's loss", func() bool {
-		return strings.Contains(p.errText(), "lost the lock on "+path+" while the command ran")
-	})
-	proxy.Resume() // at 0.8 T: the session lives on
-	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
-	requireNoSurvivor(t, events, "started\n")
-	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.errText())
+	return stubbornHolder{path: path, proxy: proxy, first: first, next: next, events: events}
+}
+
+// requireKilledBeforeTheNext: the next holder ran, found no process of the
+// first alive, and the first exec exited as lost.
+func (h stubbornHolder) requireKilledBeforeTheNext(t *testing.T) {
+	t.Helper()
+	require.Equal(t, 0, h.next.wait(t, 20*time.Second), h.next.errText())
+	requireNoSurvivor(t, h.events, "started\n")
+	require.Equal(t, exitLost, h.first.wait(t, 20*time.Second), h.first.errText())
 }
 
 // A closed stderr while zklock waits: its timeout message fails to write
