@@ -23,6 +23,7 @@ type Cluster struct {
 	baseDir  string
 	tls      *TLSMaterial // nil: plain client ports
 	faketime string       // libfaketime's path, when a server's clock is shifted
+	ports    []portLock   // the servers' ports, reserved until Shutdown
 	stopOnce sync.Once
 }
 
@@ -50,9 +51,9 @@ func newLocal(inst *install, cfg Config, dirs []string) *Cluster {
 
 // start launches every server and waits until all of them serve (and, for an
 // ensemble, agree on a leader).
-// Ports are picked by binding :0 and released before the JVM binds them, so
-// another process can take one in between; the server then exits with a
-// BindException and we retry on fresh ports.
+// Ports are reserved (ports.go) but released before the JVM binds them, so
+// a process that does not honour the reservations can take one in between;
+// the server then exits with a BindException and we retry on fresh ports.
 func (c *Cluster) start() error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
 	defer cancel()
@@ -88,27 +89,31 @@ func (c *Cluster) start() error {
 	}
 }
 
-// allocatePorts picks free loopback ports by binding 127.0.0.1:0, holding all
-// listeners until every port is chosen so none is handed out twice.
+// allocatePorts picks free ports (ports.go), holding all listeners until
+// every port is chosen so none is handed out twice, and keeps their
+// reservations until Shutdown (a restarted server binds them again).
 func (c *Cluster) allocatePorts() error {
 	per := 1
 	if len(c.servers) > 1 {
 		per = 3 // client, quorum, election
 	}
+	c.releasePorts() // a retry's new ports replace the old
 	var lns []net.Listener
 	defer func() {
 		for _, l := range lns {
 			l.Close()
 		}
 	}()
+	low, high := portRange()
 	ports := make([]int, 0, per*len(c.servers))
 	for range per * len(c.servers) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		lk, l, err := takePort(low, high)
 		if err != nil {
 			return fmt.Errorf("zktest: allocating a loopback port: %w", err)
 		}
 		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		c.ports = append(c.ports, lk)
+		ports = append(ports, lk.port)
 	}
 	for i, s := range c.servers {
 		s.clientPort = ports[i*per]
@@ -121,6 +126,14 @@ func (c *Cluster) allocatePorts() error {
 		s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.clientPort))
 	}
 	return nil
+}
+
+// releasePorts drops the ports' reservations.
+func (c *Cluster) releasePorts() {
+	for _, p := range c.ports {
+		p.release()
+	}
+	c.ports = nil
 }
 
 func (c *Cluster) portTaken() bool {
@@ -143,6 +156,7 @@ func (c *Cluster) Shutdown() {
 			_ = s.kill()
 		}
 		c.log.Close()
+		c.releasePorts()
 		if c.baseDir != "" {
 			_ = os.RemoveAll(c.baseDir)
 		}
