@@ -104,7 +104,11 @@ func prefetch(t *testing.T, dir string) {
 
 // userEnv is a user's environment: an empty GOPATH and module cache, no
 // workspace, and only two file proxies: the release's and the machine's own
-// module cache (every dependency was downloaded there by make test).
+// module cache (every dependency was downloaded there by make test). Builds
+// use -trimpath: without it a package's directory, a new temporary module
+// cache each run, is part of its build cache key, and every rehearsal
+// compiled every dependency again (35 s of CPU beside the tests; 9 s now).
+// Which modules resolve, and how, is the same.
 func userEnv(t *testing.T, home, proxy string) []string {
 	cache := strings.TrimSpace(run(t, ".", nil, "go", "env", "GOMODCACHE"))
 	var env []string
@@ -117,7 +121,7 @@ func userEnv(t *testing.T, home, proxy string) []string {
 	return append(env,
 		"GOPATH="+filepath.Join(home, "gopath"), "GOMODCACHE="+filepath.Join(home, "modcache"),
 		"GOPROXY=file://"+proxy+",file://"+filepath.Join(cache, "cache", "download"),
-		"GOSUMDB=off", "GOWORK=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local",
+		"GOSUMDB=off", "GOWORK=off", "GOFLAGS=-modcacherw -trimpath", "GOTOOLCHAIN=local",
 		"GOCACHE="+strings.TrimSpace(run(t, ".", nil, "go", "env", "GOCACHE"))) // builds, not modules: safe to share
 }
 
