@@ -64,19 +64,21 @@ func TestHandOffNeedsNoRoundTripAfterTheRelease(t *testing.T) {
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	proxy.SetDelay(oneWay)
 	w := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(testSession))
-	got := make(chan time.Time, 1)
+	got, released := make(chan time.Time, 1), make(chan struct{})
 	go func() {
+		defer close(released) // before the test ends and closes w
 		l, err := mustMutex(t, w, p).Acquire(ctxTimeout(t, 20*time.Second))
 		got <- time.Now()
 		if assert.NoError(t, err) {
 			assert.NoError(t, l.Release(context.Background()))
 		}
 	}()
+	defer func() { <-released }()
 	waitChildren(t, obs, p, 2)
 	time.Sleep(10 * oneWay) // the waiter's watches are set (they ride the proxy's delay)
 	require.NoError(t, holder.Release(context.Background()))
-	released := time.Now()
-	took := (<-got).Sub(released)
+	releasedAt := time.Now()
+	took := (<-got).Sub(releasedAt)
 	t.Logf("waiter held %v after the release was confirmed (one way: %v)", took.Round(time.Millisecond), oneWay)
 	require.Less(t, took, 3*oneWay, "the waiter made a round trip after the release")
 }
