@@ -45,7 +45,10 @@ type reaper struct {
 
 // startReaper starts a reaper in the process group pgid. It returns nil if
 // it cannot (the command exited already): the parent-death signal still
-// stops the command itself.
+// stops the command itself. It returns once the reaper ignores the signals
+// zklock sends the group, or after slack: a reaper still starting when the
+// hold limit's SIGTERM reached the group died of it (a loaded machine took
+// 0.7 s to start it), and zklock killed then left a leftover for good.
 func startReaper(pgid int, grace, slack time.Duration) *reaper {
 	self, err := os.Executable()
 	if err != nil {
@@ -56,15 +59,34 @@ func startReaper(pgid int, grace, slack time.Duration) *reaper {
 		return nil
 	}
 	defer r.Close()
-	cmd := exec.Command(self, reapCmd, strconv.Itoa(pgid), grace.String(), slack.String())
-	cmd.Stdin = r
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
-	if err := cmd.Start(); err != nil {
+	ready, readyW, err := os.Pipe()
+	if err != nil {
 		w.Close()
 		return nil
 	}
+	defer ready.Close()
+	cmd := exec.Command(self, reapCmd, strconv.Itoa(pgid), grace.String(), slack.String())
+	cmd.Stdin = r
+	cmd.Stderr = os.Stderr
+	cmd.ExtraFiles = []*os.File{readyW} // fd 3: closed once the signals are ignored
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		w.Close()
+		return nil
+	}
+	_ = ready.SetReadDeadline(time.Now().Add(slack))
+	_, _ = ready.Read(make([]byte, 1)) // EOF when ready; a deadline if slow
 	return &reaper{cmd: cmd, pipe: w}
+}
+
+// reaperReady tells zklock that the reaper ignores the group's signals: it
+// closes the pipe zklock waits on (fd 3).
+func reaperReady() {
+	if f := os.NewFile(3, "ready"); f != nil {
+		f.Close()
+	}
 }
 
 // feed tells the reaper the moment by which the group must be dead. The
@@ -121,6 +143,7 @@ func runReaper(args []string, stderr io.Writer) int {
 	// and nothing the terminal or a closed pipe does may stop the reaper.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE)
+	reaperReady()
 	bounds, gone := readBounds(os.Stdin)
 	var by time.Time // zero until zklock said
 	watch := time.NewTimer(time.Hour)
