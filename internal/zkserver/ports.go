@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Ports for the servers. A port found free by binding 127.0.0.1:0 comes
@@ -94,4 +95,20 @@ func takePort(low, high int) (portLock, net.Listener, error) {
 		return lk, l, nil
 	}
 	return portLock{}, nil, fmt.Errorf("no free port in %d-%d after 200 tries", low, high)
+}
+
+// ReservePort returns a free loopback port for another kind of server (the
+// fence module's databases), drawn as the ZooKeeper servers' ports are:
+// below the ephemeral range, reserved with a lock file that every zktest
+// process honours. Its check listener is closed before ReservePort returns,
+// so the caller's server can bind the port; the reservation lasts until
+// release is called (release is idempotent).
+func ReservePort() (port int, release func(), err error) {
+	lk, l, err := takePort(portRange())
+	if err != nil {
+		return 0, nil, fmt.Errorf("zktest: allocating a loopback port: %w", err)
+	}
+	l.Close()
+	var once sync.Once
+	return lk.port, func() { once.Do(lk.release) }, nil
 }
