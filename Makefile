@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: test vet test-main test-pause test-counts test-fast torture bench bench-scale zk interop demo container rehearse
+.PHONY: dbs test vet test-main test-pause test-counts test-fast torture torture-fence bench bench-scale zk interop demo container rehearse
 
 # The packages of this module and of the metrics adapters, three test
 # binaries at a time (-p 3), each running up to three of its tests at once
@@ -16,8 +16,12 @@ GO ?= go
 # tests (below) run alone, after the others. The slowest packages are named first, so
 # that they start first (go test keeps this order); docs/testing.md lists
 # the slowest tests.
-SLOWEST = . ./cmd/zklock ./cmd/zklock/internal/lockservice ./internal/interop ./zktest ./cmd/zklock-scale ./cmd/zklock-bench
-MODULES = $(SLOWEST) ./... ./metrics/zklockprom/... ./metrics/zklockotel/...
+SLOWEST = . ./cmd/zklock ./fence ./cmd/zklock/internal/lockservice ./internal/interop ./zktest ./cmd/zklock-scale ./cmd/zklock-bench
+MODULES = $(SLOWEST) ./... ./metrics/zklockprom/... ./metrics/zklockotel/... ./fence/...
+# vet leaves the fence module to go test's own vet checks: a full vet would
+# compile its SQLite driver (a C library translated to Go) once more without
+# -race, a minute of CPU.
+VETTED = $(filter-out ./fence ./fence/...,$(MODULES))
 # COUNT_TESTS: the root package's tests that count the shared server's
 # requests and watches exactly (mntr: a keep-alive's sync slipped into a
 # window stretched by a busy CPU) or read CPU time; PAUSE_TEST: the test
@@ -39,7 +43,7 @@ empty :=
 space := $(empty) $(empty)
 anyOf = ^($(subst $(space),|,$(strip $(1))))$$
 QUIET = $(call anyOf,$(PAUSE_TEST) $(COUNT_TESTS))
-test: zk interop
+test: zk interop dbs
 	$(MAKE) --no-print-directory -j3 vet test-main rehearse
 	$(MAKE) --no-print-directory -j2 test-pause test-counts
 
@@ -51,7 +55,7 @@ test-counts:
 # vet runs beside the main run (it type-checks from the build cache the run
 # fills anyway).
 vet:
-	$(GO) vet $(MODULES)
+	$(GO) vet $(VETTED)
 
 # test-main is make test's main run; the release rehearsal runs beside it
 # (it builds from the shared cache and waits on its file proxy, and saves
@@ -80,6 +84,14 @@ test-fast:
 TORTURE_ARGS ?= -torture.duration=30m -torture.clients=24
 torture: zk
 	$(GO) test -race -count=1 -run '^TestTorture$$' -timeout 0 -v . -args $(TORTURE_ARGS)
+
+# torture-fence runs the fence's torture (fence/torture_test.go) for
+# FENCE_TORTURE_DURATION: lock holders paused past their session write
+# under their tokens to a fenced register in a real PostgreSQL; `make test`
+# runs it for 15 s.
+FENCE_TORTURE_DURATION ?= 10m
+torture-fence: zk dbs
+	$(GO) test -race -count=1 -run '^TestFenceTorture$$' -timeout 0 -v ./fence -args -torture.duration=$(FENCE_TORTURE_DURATION) $(FENCE_TORTURE_ARGS)
 
 # bench measures zklock beside go-zookeeper's zk.Lock and the bare client in
 # one run (cmd/zklock-bench starts its own ZooKeeper): the table, the run
@@ -113,6 +125,12 @@ zk:
 # disagree).
 interop:
 	./scripts/install-interop.sh
+
+# dbs installs what the fence module's tests start and run: PostgreSQL and
+# MariaDB servers and clients (Debian's packages, their services not
+# started), and Node's pg for docs/fencing.md's example.
+dbs:
+	./scripts/install-databases.sh
 
 # demo builds bin/zklock, starts a throwaway ZooKeeper and shows the lock at
 # work (installs ZooKeeper first if it is missing). A newcomer's first command.

@@ -35,10 +35,10 @@ var tortureSwarm = flag.String("torture.swarm", "", "TestTorture's configuration
 // swarmDims are the dimensions, in the order they are drawn.
 // "service" is drawn last, after the per-client choices, so that the seeds
 // of before it draw the same configuration of the others.
-var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause", "skew", "exec"}
+var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause", "skew", "exec", "fence"}
 
 // firstDims are the dimensions drawn before the per-client choices; the
-// others ("service", "pause", "skew", then "exec") come after them, each added last so that
+// others ("service", "pause", "skew", "exec", then "fence") come after them, each added last so that
 // earlier seeds still draw the configuration they drew before.
 const firstDims = 6
 
@@ -109,6 +109,12 @@ type swarmConfig struct {
 	// no process of an earlier holder may live while a later holder of the
 	// path runs (issue 57; torture_exec_test.go).
 	exec bool
+	// fence: the fence module's torture runs beside the swarm on its
+	// ensemble: holders paused past their session write under their tokens
+	// to a fenced register in a real PostgreSQL, and every stale write must
+	// be refused (issue 50; torture_fence_test.go). Drawn only for runs of
+	// fenceMinDuration or more: make test runs that torture on its own.
+	fence bool
 }
 
 func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
@@ -134,7 +140,7 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 			on[d] = true
 		}
 	}
-	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"], pause: on["pause"], skew: on["skew"], exec: on["exec"]}
+	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"], pause: on["pause"], skew: on["skew"], exec: on["exec"], fence: on["fence"]}
 	asks := []time.Duration{tortureSession, 10 * time.Second, 10 * time.Second, 30 * time.Second}
 	sw.asked = make([]time.Duration, clients)
 	sw.chrooted = make([]bool, clients)
@@ -166,6 +172,9 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 	}
 	if exec := rng.IntN(2) == 0; forced == "" {
 		sw.exec = exec
+	}
+	if fence := rng.IntN(2) == 0; forced == "" {
+		sw.fence = fence
 	}
 	return sw, nil
 }
@@ -205,13 +214,13 @@ func (sw swarmConfig) String() string {
 		}
 		maxhold += "(" + strings.Join(ms, " ") + ")"
 	}
-	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s skew=%s exec=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause), onOff(sw.skew), onOff(sw.exec))
+	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s skew=%s exec=%s fence=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause), onOff(sw.skew), onOff(sw.exec), onOff(sw.fence))
 }
 
 // flags renders the configuration for a replay line.
 func (sw swarmConfig) flags() string {
 	var on []string
-	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service, "pause": sw.pause, "skew": sw.skew, "exec": sw.exec} {
+	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service, "pause": sw.pause, "skew": sw.skew, "exec": sw.exec, "fence": sw.fence} {
 		if b {
 			on = append(on, d)
 		}

@@ -110,6 +110,9 @@ func tortureSettings(t *testing.T) tortureConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if *tortureSwarm == "" && cfg.duration < fenceMinDuration {
+		sw.fence = false
+	}
 	cfg.sw = sw
 	return cfg
 }
@@ -174,8 +177,9 @@ type torture struct {
 	observerClient *zklock.Client // torture_elect_test.go's
 	observerProxy  *zktest.Proxy
 	leaderWatches  []leaderWatch
-	svc            *svcRun  // torture_service_test.go's; nil unless the swarm draws it
-	exec           *execRun // torture_exec_test.go's; nil unless the swarm draws it
+	svc            *svcRun   // torture_service_test.go's; nil unless the swarm draws it
+	exec           *execRun  // torture_exec_test.go's; nil unless the swarm draws it
+	fence          *fenceRun // torture_fence_test.go's; nil unless the swarm draws it
 }
 
 // tortureSkew is how far ahead and behind the second and third servers'
@@ -242,6 +246,7 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 	tt.startObservers()
 	tt.startService()
 	tt.startExec()
+	tt.startFence()
 	return tt
 }
 
@@ -415,6 +420,7 @@ func (tt *torture) finish() {
 	tt.stopPeer()
 	tt.stopService()
 	tt.stopExec()
+	tt.stopFence()
 	tt.checkTree()
 	tt.jobs.check(tt)
 	tt.checkSentinel()
@@ -478,9 +484,11 @@ type counters struct {
 	m  map[string]int
 }
 
-func (c *counters) add(key string) {
+func (c *counters) add(key string) { c.addN(key, 1) }
+
+func (c *counters) addN(key string, n int) {
 	c.mu.Lock()
-	c.m[key]++
+	c.m[key] += n
 	c.mu.Unlock()
 }
 
@@ -1183,7 +1191,7 @@ func (tt *torture) report() {
 	}
 	tt.t.Logf("skipped faults (target busy or not found): %s", strings.Join(tt.counts.withPrefix("skipped."), " "))
 	var sw []string
-	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade.", "grant.permits", "svc.", "exec."} {
+	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade.", "grant.permits", "svc.", "exec.", "fence."} {
 		for _, e := range tt.counts.withPrefix(p) {
 			sw = append(sw, p+e)
 		}

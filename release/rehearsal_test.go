@@ -21,7 +21,7 @@ import (
 )
 
 // modules are the published modules, by directory from the checkout's root.
-var modules = []string{".", "metrics/zklockprom", "metrics/zklockotel"}
+var modules = []string{".", "metrics/zklockprom", "metrics/zklockotel", "fence"}
 
 func TestReleaseRehearsal(t *testing.T) {
 	root, err := filepath.Abs("..")
@@ -44,12 +44,13 @@ func TestReleaseRehearsal(t *testing.T) {
 
 	// A fresh module with the README's quick start.
 	app := filepath.Join(home, "app")
-	newModule(t, app, env, quickStart(t, root), "github.com/zklock/zklock@"+version)
+	newModule(t, app, env, quickStart(t, root), "github.com/zklock/zklock@"+version, "github.com/zklock/zklock/fence@"+version, "github.com/jackc/pgx/v5")
 
-	// Each metrics module, at the same version.
+	// Each metrics module and the fence, at the same version.
 	for _, m := range []struct{ pkg, use string }{
 		{"github.com/zklock/zklock/metrics/zklockprom", "zklockprom.New(nil)"},
 		{"github.com/zklock/zklock/metrics/zklockotel", "zklockotel.New(nil)"},
+		{"github.com/zklock/zklock/fence", "fence.New(nil, fence.Postgres)"},
 	} {
 		name := filepath.Base(m.pkg)
 		src := "package main\n\nimport \"" + m.pkg + "\"\n\nvar _, _ = " + m.use + "\n\nfunc main() {}\n"
@@ -125,14 +126,14 @@ func userEnv(t *testing.T, home, proxy string) []string {
 		"GOCACHE="+strings.TrimSpace(run(t, ".", nil, "go", "env", "GOCACHE"))) // builds, not modules: safe to share
 }
 
-// newModule makes a module in dir with main.go src, gets get, and builds
-// it, as a user would after `go get`.
-func newModule(t *testing.T, dir string, env []string, src, get string) {
+// newModule makes a module in dir with main.go src, gets what it imports,
+// and builds it, as a user would after `go get`.
+func newModule(t *testing.T, dir string, env []string, src string, get ...string) {
 	t.Helper()
 	must(t, os.MkdirAll(dir, 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644))
 	run(t, dir, env, "go", "mod", "init", "example.com/"+filepath.Base(dir))
-	run(t, dir, env, "go", "get", get)
+	run(t, dir, env, "go", append([]string{"get"}, get...)...)
 	run(t, dir, env, "go", "build", "./...")
 	if strings.Contains(string(read(t, filepath.Join(dir, "go.mod"))), "replace") {
 		t.Fatalf("%s needed a replace", dir)

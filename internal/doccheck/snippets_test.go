@@ -50,6 +50,7 @@ var implicitImports = map[string]string{
 	"zklock.":     "github.com/zklock/zklock",
 	"prometheus.": "github.com/prometheus/client_golang/prometheus",
 	"otel.":       "go.opentelemetry.io/otel",
+	"fence.":      "github.com/zklock/zklock/fence",
 }
 
 var importLine = regexp.MustCompile(`(?m)^import "[^"]+"\n`)
@@ -84,8 +85,11 @@ func (s snippet) source() string {
 }
 
 // moduleOf is the module directory a snippet compiles in: the metrics
-// adapters are modules of their own.
+// adapters and the fence are modules of their own.
 func (s snippet) moduleOf() string {
+	if strings.Contains(s.code, "zklock/fence") {
+		return filepath.Join(root, "fence")
+	}
 	for _, m := range []string{"zklockprom", "zklockotel"} {
 		if strings.Contains(s.code, "metrics/"+m) {
 			return filepath.Join(root, "metrics", m)
