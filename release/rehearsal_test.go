@@ -44,13 +44,13 @@ func TestReleaseRehearsal(t *testing.T) {
 
 	// A fresh module with the README's quick start.
 	app := filepath.Join(home, "app")
-	newModule(t, app, env, quickStart(t, root), "github.com/zklock/zklock@"+version, "github.com/zklock/zklock/fence@"+version, "github.com/jackc/pgx/v5")
+	newModule(t, app, env, quickStart(t, root), "github.com/zklock/zklock@"+version, "github.com/zklock/zklock/fence@"+version, "github.com/jackc/pgx/v5/stdlib")
 
 	// Each metrics module and the fence, at the same version.
 	for _, m := range []struct{ pkg, use string }{
 		{"github.com/zklock/zklock/metrics/zklockprom", "zklockprom.New(nil)"},
 		{"github.com/zklock/zklock/metrics/zklockotel", "zklockotel.New(nil)"},
-		{"github.com/zklock/zklock/fence", "fence.New(nil, fence.Postgres)"},
+		{"github.com/zklock/zklock/fence", "fence.New(nil, fence.Postgres), fence.ErrStale"},
 	} {
 		name := filepath.Base(m.pkg)
 		src := "package main\n\nimport \"" + m.pkg + "\"\n\nvar _, _ = " + m.use + "\n\nfunc main() {}\n"
