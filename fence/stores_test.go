@@ -35,19 +35,10 @@ func init() { _ = mysql.SetLogger(log.New(io.Discard, "", 0)) }
 func stores() []store { return []store{sqliteStore(), postgresStore(), mariaDBStore()} }
 
 func sqliteStore() store {
-	dir := ""
-	path := func(t testing.TB, name string) string {
-		if dir == "" {
-			dir = t.TempDir()
-		}
-		return filepath.Join(dir, name)
-	}
 	return store{
 		name: "sqlite", d: fence.SQLite,
-		db: func(t testing.TB) *sql.DB { return openSQLite(t, path(t, "fence.db")) },
-		empty: func(t *testing.T) *sql.DB {
-			return openSQLite(t, path(t, fmt.Sprintf("empty%d.db", dbCount.Add(1))))
-		},
+		db:    func(t testing.TB) *sql.DB { return openSQLite(t, filepath.Join(t.TempDir(), "fence.db")) },
+		empty: func(t *testing.T) *sql.DB { return openSQLite(t, filepath.Join(t.TempDir(), "empty.db")) },
 		suite: func(s *fencetest.Store) { s.Levels = []sql.IsolationLevel{sql.LevelSerializable} },
 	}
 }
