@@ -9,6 +9,10 @@
 #   psql:              on $PATH
 #   mariadbd:          on $PATH, else /usr/sbin/mariadbd
 #   mariadb-install-db, mariadb:  on $PATH
+# and, for docs/fencing.md's Node example (fence/docs_test.go runs it),
+# Node.js and npm (Debian's nodejs and npm when missing) and Node's pg,
+# installed with npm into ${ZKLOCK_NODE_PREFIX:-$HOME/.cache/zklock/node}
+# (the test sets NODE_PATH to its node_modules).
 # The packages' maintainer scripts must not start the system's own servers:
 # unless /usr/sbin/policy-rc.d exists already (then it is left as it is),
 # one that forbids every start is in place for the install, and removed
@@ -33,14 +37,36 @@ have_mariadbd() {
 }
 have_mariadb() { command -v mariadb >/dev/null 2>&1; }
 have_psql() { command -v psql >/dev/null 2>&1; }
+have_node() { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; }
+
+# Node's PostgreSQL client, pg, for the docs' Node example: not a Debian
+# package; npm installs it (as the user running this script, without sudo)
+# into NODE_PREFIX when it is missing there.
+NODE_PREFIX=${ZKLOCK_NODE_PREFIX:-$HOME/.cache/zklock/node}
+install_node_pg() {
+	if [ -f "$NODE_PREFIX/node_modules/pg/package.json" ]; then
+		say "Node's pg already in $NODE_PREFIX/node_modules; nothing to do"
+		return 0
+	fi
+	have_node || die "node or npm missing: install Node.js and npm, then run this again"
+	mkdir -p "$NODE_PREFIX"
+	say "running: npm install --no-save --prefix $NODE_PREFIX pg@8"
+	npm install --no-save --prefix "$NODE_PREFIX" pg@8 ||
+		die "npm could not install pg into $NODE_PREFIX"
+	[ -f "$NODE_PREFIX/node_modules/pg/package.json" ] || die "pg still missing from $NODE_PREFIX/node_modules after npm install"
+	say "installed Node's pg in $NODE_PREFIX/node_modules"
+}
 
 pkgs=
 have_postgres || pkgs="$pkgs postgresql"
 have_psql || pkgs="$pkgs postgresql-client"
 have_mariadbd || pkgs="$pkgs mariadb-server"
 have_mariadb || pkgs="$pkgs mariadb-client"
+command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
+command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 if [ -z "$pkgs" ]; then
-	say "PostgreSQL (postgres, initdb, psql) and MariaDB (mariadbd, mariadb-install-db, mariadb) already installed; nothing to do"
+	say "PostgreSQL (postgres, initdb, psql), MariaDB (mariadbd, mariadb-install-db, mariadb) and Node.js (node, npm) already installed; nothing to do"
+	install_node_pg
 	exit 0
 fi
 
@@ -75,4 +101,6 @@ have_postgres || die "postgres or initdb still missing after the install (dpkg -
 have_psql || die "psql still missing after the install"
 have_mariadbd || die "mariadbd or mariadb-install-db still missing after the install"
 have_mariadb || die "mariadb (the client) still missing after the install"
+have_node || die "node or npm still missing after the install"
 say "installed$pkgs"
+install_node_pg
