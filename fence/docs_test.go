@@ -251,8 +251,12 @@ func buildCLIs(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	began := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin+string(os.PathSeparator),
-		"github.com/zklock/zklock/cmd/zklock", "github.com/zklock/zklock/fence/cmd/zklock-fence")
+	args := []string{"build", "-o", bin + string(os.PathSeparator)}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args,
+		"github.com/zklock/zklock/cmd/zklock", "github.com/zklock/zklock/fence/cmd/zklock-fence")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build zklock zklock-fence: %v\n%s", err, out)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -21,6 +22,11 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "../../scripts/demo.sh")
+	if raceEnabled {
+		// Built as the tests build it, so that the build shares their
+		// compiled packages (the fence's SQLite driver above all).
+		cmd.Env = append(os.Environ(), "GOFLAGS=-race")
+	}
 	cmd.WaitDelay = 5 * time.Second
 	began := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -32,5 +38,6 @@ func TestDemo(t *testing.T) {
 	require.Contains(t, text, "Served in arrival order (1 2 3 4)")
 	require.Contains(t, text, "worker 5 got SIGTERM")
 	require.Contains(t, text, "worker 6 got the lock")
+	require.Contains(t, text, "REFUSED by the fence")
 	require.LessOrEqual(t, strings.Count(text, "\n"), 50, "the demo fits on one screen")
 }
