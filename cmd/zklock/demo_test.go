@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -22,11 +21,6 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "../../scripts/demo.sh")
-	if raceEnabled {
-		// Built as the tests build it, so that the build shares their
-		// compiled packages (the fence's SQLite driver above all).
-		cmd.Env = append(os.Environ(), "GOFLAGS=-race")
-	}
 	cmd.WaitDelay = 5 * time.Second
 	began := time.Now()
 	out, err := cmd.CombinedOutput()
