@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"strings"
+	"unicode/utf8"
 )
 
 // Dialect is one store's SQL. Postgres, MySQL and SQLite are this package's;
@@ -43,7 +45,8 @@ type Fence struct {
 // Option changes a Fence made by New.
 type Option func(*Fence)
 
-// WithHolder sets who is recorded beside each token (default: host:pid).
+// WithHolder sets who is recorded beside each token (default: host:pid),
+// made valid UTF-8 without NUL and cut to 255 bytes.
 func WithHolder(holder string) Option { return func(f *Fence) { f.holder = holder } }
 
 // New returns a fence on db speaking d's SQL. It does not touch db: call
@@ -54,7 +57,19 @@ func New(db *sql.DB, d Dialect, opts ...Option) *Fence {
 	for _, o := range opts {
 		o(f)
 	}
+	f.holder = cleanHolder(f.holder)
 	return f
+}
+
+// cleanHolder makes a holder every store takes: valid UTF-8, no NUL, at
+// most 255 bytes (cut at a character's start). It is only a record.
+func cleanHolder(h string) string {
+	h = strings.ReplaceAll(strings.ToValidUTF8(h, "?"), "\x00", "")
+	for len(h) > 255 {
+		_, size := utf8.DecodeLastRuneInString(h)
+		h = h[:len(h)-size]
+	}
+	return h
 }
 
 // DB returns the database the fence checks in.
@@ -64,7 +79,8 @@ func (f *Fence) DB() *sql.DB { return f.db }
 func (f *Fence) Dialect() Dialect { return f.d }
 
 // Install creates the fence table zklock_fence and the store's server-side
-// check if they are missing.
+// check if they are missing or the check is of another version; a current
+// installation it only reads, so callers without DDL rights may call it.
 func (f *Fence) Install(ctx context.Context) error {
 	if err := f.d.Install(ctx, f.db); err != nil {
 		return fmt.Errorf("zklock: fence: install on %s: %w", f.d.Name(), err)
@@ -121,8 +137,11 @@ func (f *Fence) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("zklock: fence: begin on %s: %w", f.d.Name(), err)
 	}
+	// Rolled back on every way out but the commit, a panic in fn included:
+	// an open transaction would keep the fence row locked, and every later
+	// holder waiting.
+	defer tx.Rollback() //nolint:errcheck // after Commit, ErrTxDone
 	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {

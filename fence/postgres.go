@@ -51,9 +51,16 @@ var postgresInstall = []string{
 		END IF;
 		RETURN p_token;
 	END $$`,
+	`COMMENT ON FUNCTION zklock_fence(text, bigint, text) IS '` + fenceVersion + `'`,
 }
 
 func (postgres) Install(ctx context.Context, db *sql.DB) error {
+	var current bool
+	err := db.QueryRowContext(ctx, `SELECT to_regclass('zklock_fence') IS NOT NULL AND coalesce(
+		obj_description(to_regprocedure('zklock_fence(text,bigint,text)'), 'pg_proc') = $1, false)`, fenceVersion).Scan(&current)
+	if err == nil && current {
+		return nil
+	}
 	return inTx(ctx, db, postgresInstall) // DDL is transactional here
 }
 

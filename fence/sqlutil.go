@@ -37,12 +37,18 @@ func inTx(ctx context.Context, db *sql.DB, stmts []string) error {
 	if err != nil {
 		return err
 	}
+	defer tx.Rollback() //nolint:errcheck // after Commit, ErrTxDone
 	if err := execAll(ctx, tx, stmts); err != nil {
-		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()
 }
+
+// fenceVersion marks the server-side check Install made (a comment on the
+// function or procedure): Install leaves a current one alone, so that a role
+// without DDL rights may call it, and callers never see the check missing
+// while it is replaced.
+const fenceVersion = "zklock_fence v1"
 
 // InstallSQL returns the statements Install runs for one of this package's
 // dialects, in order (PostgreSQL's in one transaction), for installing by

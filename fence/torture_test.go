@@ -84,7 +84,7 @@ func prepareTorture(t *testing.T, db *sql.DB) {
 		`DROP TABLE IF EXISTS torture_register, torture_log`,
 		`CREATE TABLE torture_register (k text PRIMARY KEY, v bigint NOT NULL, token bigint NOT NULL)`,
 		`INSERT INTO torture_register VALUES ('r', 0, 0)`,
-		`CREATE TABLE torture_log (v bigint PRIMARY KEY, token bigint NOT NULL, worker int NOT NULL)`,
+		`CREATE TABLE torture_log (v bigint PRIMARY KEY, token bigint NOT NULL, worker int NOT NULL, kind text NOT NULL)`,
 		`DELETE FROM zklock_fence WHERE name = '` + tortureFence + `'`,
 	} {
 		if _, err := db.Exec(q); err != nil && !strings.Contains(q, "zklock_fence") {

@@ -19,7 +19,8 @@ import (
 )
 
 // tortureWorker is a worker process of TestFenceTorture: until its stdin
-// closes it takes the lock, claims the fence half the time, writes 2 to 6
+// closes it takes the lock, claims the fence half the time (a fenced
+// transaction with nothing else in it), writes 2 to 6
 // times under its token without asking its lease between the writes (as a
 // thawed process would), and releases.
 func tortureWorker(t *testing.T) {
@@ -86,10 +87,10 @@ func (w *worker) hold(m *zklock.Mutex) error {
 	}
 	w.emit(tortureEvent{Ev: "held", Token: token})
 	if w.rng.IntN(2) == 0 {
-		w.emit(w.op("claim", token, func() (int64, error) { return 0, w.f.Claim(ctx, tortureFence, token) }))
+		w.emit(w.op("claim", token, func() (int64, error) { return w.write(ctx, "claim", token) }))
 	}
 	for range 2 + w.rng.IntN(5) {
-		w.emit(w.op("write", token, func() (int64, error) { return w.write(ctx, token) }))
+		w.emit(w.op("write", token, func() (int64, error) { return w.write(ctx, "write", token) }))
 		time.Sleep(time.Duration(20+w.rng.IntN(60)) * time.Millisecond)
 	}
 	return nil
@@ -115,8 +116,11 @@ func (w *worker) op(kind string, token int64, fn func() (int64, error)) tortureE
 
 var errCommit = errors.New("commit")
 
-// write: check, increment the register, log the new value, commit.
-func (w *worker) write(ctx context.Context, token int64) (int64, error) {
+// write: check, increment the register, log the new value, commit. A
+// claim is the same transaction with no work of its own: it goes into the
+// log too, so that the log's order covers claims (a stale write committed
+// after a newer claim shows there).
+func (w *worker) write(ctx context.Context, kind string, token int64) (int64, error) {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
@@ -130,7 +134,7 @@ func (w *worker) write(ctx context.Context, token int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO torture_log VALUES ($1, $2, $3)`, v, token, w.id); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO torture_log VALUES ($1, $2, $3, $4)`, v, token, w.id, kind); err != nil {
 		return 0, err
 	}
 	if err := tx.Commit(); err != nil {

@@ -71,8 +71,11 @@ func (c *suite) staleAfterClaimOnly(t *testing.T) {
 // holder's check waits for it, and the old write lands before the new one.
 // Above the default level the new holder may fail with the store's
 // serialization failure, and succeed when it retries.
-func (c *suite) oldCommitsFirst(t *testing.T, lvl sql.IsolationLevel) {
+func (c *suite) oldCommitsFirst(t *testing.T, lvl sql.IsolationLevel, existing bool) {
 	ctx, name := context.Background(), c.w.name(t)
+	if existing {
+		must(t, c.fencedWrite(ctx, name, 3))
+	}
 	old := c.begin(t, lvl)
 	must(t, c.f.Check(ctx, old, name, 5))
 	must(t, c.w.write(ctx, old, name, 5))
@@ -94,8 +97,11 @@ func (c *suite) oldCommitsFirst(t *testing.T, lvl sql.IsolationLevel) {
 
 // newCommitsFirst: the new holder's transaction checked first; the old
 // holder's check waits for it, then is refused.
-func (c *suite) newCommitsFirst(t *testing.T, lvl sql.IsolationLevel) {
+func (c *suite) newCommitsFirst(t *testing.T, lvl sql.IsolationLevel, existing bool) {
 	ctx, name := context.Background(), c.w.name(t)
+	if existing {
+		must(t, c.fencedWrite(ctx, name, 3))
+	}
 	newer := c.begin(t, lvl)
 	must(t, c.f.Check(ctx, newer, name, 9))
 	must(t, c.w.write(ctx, newer, name, 9))
@@ -135,6 +141,23 @@ func (c *suite) commitAfterTheLeaseEndedUnseen(t *testing.T) {
 	}
 	mustValue(t, c.w, name, 5)
 	mustSeen(t, c.f, name, 9)
+}
+
+// namesAreBytes: names that differ only in case, a trailing space or an
+// accent are different fences (lock paths are), and any UTF-8 name works.
+func (c *suite) namesAreBytes(t *testing.T) {
+	ctx := context.Background()
+	base := "fencetest/" + t.Name()
+	for _, pair := range [][2]string{{"/jobs/Report", "/jobs/report"}, {"/jobs/a", "/jobs/a "}, {"/jobs/é", "/jobs/e"}, {"/jobs/ключ", "/jobs/鍵"}} {
+		a, b := base+pair[0], base+pair[1]
+		c.reset(t, a, b)
+		must(t, c.f.Claim(ctx, a, 9))
+		if err := c.f.Claim(ctx, b, 5); err != nil {
+			t.Fatalf("fence %q after %q had token 9: %v, want its own fence", b, a, err)
+		}
+		mustSeen(t, c.f, a, 9)
+		mustSeen(t, c.f, b, 5)
+	}
 }
 
 func (c *suite) doRefusesAnEndedLease(t *testing.T) {

@@ -31,8 +31,9 @@ type Store struct {
 	// installed; Run closes it. It proves the errors of a missing table
 	// and of a closed database.
 	Empty func(t *testing.T) *sql.DB
-	// Blocked returns how many sessions of the store wait for a row lock
-	// right now (PostgreSQL: pg_stat_activity, InnoDB: innodb_trx, whose
+	// Blocked returns how many sessions of the suite wait for a row lock
+	// right now (count the suite's own: another session's wait would let a
+	// case go on before its second transaction waits) (PostgreSQL: pg_stat_activity, InnoDB: innodb_trx, whose
 	// contents are refreshed only when last read over 0.1 s ago, so that
 	// Blocked must wait that long before it reads). Run orders the
 	// concurrent cases by it; without it (SQLite waits in the client) Run
@@ -44,7 +45,8 @@ type Store struct {
 	// so that the server rolls its transaction back; KillPostgres and
 	// KillMySQL are these. Without it (SQLite, in process) Run rolls back.
 	Kill func(ctx context.Context, db *sql.DB, conn *sql.Conn) (func() error, error)
-	// Levels are isolation levels to run the concurrent cases at, besides
+	// Levels are isolation levels to run the concurrent cases (OldCommitsFirst,
+	// NewCommitsFirst) at, besides
 	// the default; at these, a stale check may fail with the store's
 	// serialization failure instead of fence.ErrStale.
 	Levels []sql.IsolationLevel
@@ -68,9 +70,15 @@ func Run(t *testing.T, s Store) {
 	t.Run("StaleWriteAfterNewerWrite", c.staleWriteAfterNewerWrite)
 	t.Run("StaleWriteAfterNewerClaimOnly", c.staleAfterClaimOnly)
 	for _, lvl := range append([]sql.IsolationLevel{sql.LevelDefault}, s.Levels...) {
-		t.Run("OldCommitsFirst/"+lvl.String(), func(t *testing.T) { c.oldCommitsFirst(t, lvl) })
-		t.Run("NewCommitsFirst/"+lvl.String(), func(t *testing.T) { c.newCommitsFirst(t, lvl) })
+		// A fence's first row (both insert it) and a row already there
+		// (both lock it): stores lock the two differently.
+		for _, row := range []string{"NewRow", "ExistingRow"} {
+			at := row + "/" + lvl.String()
+			t.Run("OldCommitsFirst/"+at, func(t *testing.T) { c.oldCommitsFirst(t, lvl, row == "ExistingRow") })
+			t.Run("NewCommitsFirst/"+at, func(t *testing.T) { c.newCommitsFirst(t, lvl, row == "ExistingRow") })
+		}
 	}
+	t.Run("NamesAreBytes", c.namesAreBytes)
 	t.Run("CommitAfterTheLeaseEndedUnseen", c.commitAfterTheLeaseEndedUnseen)
 	t.Run("DoRefusesALeaseEndedDuringTheWork", c.doRefusesAnEndedLease)
 	t.Run("DoCommitsAndRollsBack", c.doCommitsAndRollsBack)

@@ -46,6 +46,16 @@ func (w *work) name(t *testing.T) string {
 	return name
 }
 
+// reset removes the fences named.
+func (c *suite) reset(t *testing.T, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := c.s.DB.ExecContext(context.Background(), `DELETE FROM zklock_fence WHERE name = `+c.s.Dialect.Param(1), name); err != nil {
+			t.Fatalf("reset %q: %v", name, err)
+		}
+	}
+}
+
 // write sets the case's row to v in tx.
 func (w *work) write(ctx context.Context, tx *sql.Tx, name string, v int64) error {
 	p := w.s.Dialect.Param
