@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 )
 
 type execer interface {
@@ -49,6 +50,25 @@ func inTx(ctx context.Context, db *sql.DB, stmts []string) error {
 // without DDL rights may call it, and callers never see the check missing
 // while it is replaced.
 const fenceVersion = "zklock_fence v1"
+
+// InstallScript returns InstallSQL(d) as a script the store's own client
+// runs (psql -f, mysql, sqlite3 or Python's executescript); fence/sql holds
+// each built-in dialect's, for migration tools. "" for another dialect.
+func InstallScript(d Dialect) string {
+	var b strings.Builder
+	if d == MySQL {
+		b.WriteString("DELIMITER //\n")
+		for _, s := range InstallSQL(d) {
+			b.WriteString(s + " //\n")
+		}
+		b.WriteString("DELIMITER ;\n")
+		return b.String()
+	}
+	for _, s := range InstallSQL(d) {
+		b.WriteString(s + ";\n")
+	}
+	return b.String()
+}
 
 // InstallSQL returns the statements Install runs for one of this package's
 // dialects, in order (PostgreSQL's in one transaction), for installing by

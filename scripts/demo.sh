@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# zklock in half a minute: builds bin/zklock and bin/zklock-fence, starts a
+# zklock in half a minute: builds bin/zklock, starts a
 # throwaway ZooKeeper, queues four workers on one lock and shows them served in
 # arrival order, then breaks a holder's lock and shows its command stopped and
 # the next worker taking over, and last freezes a holder past its session and
@@ -11,7 +11,6 @@ cd "$(dirname "$0")/.."
 
 LOCK=/demo/lock
 ZK=bin/zklock
-FENCE=bin/zklock-fence
 tmp=$(mktemp -d)
 server_pid=
 frozen= # the process group of a frozen worker's command
@@ -95,8 +94,8 @@ if [ -x scripts/install-zookeeper.sh ]; then
 	}
 	echo "${out##*$'\n'}"
 fi
-go build -o bin/ ./cmd/zklock ./fence/cmd/zklock-fence
-echo "built $ZK and $FENCE"
+go build -o bin/ ./cmd/zklock
+echo "built $ZK"
 "$ZK" server >"$tmp/server.out" 2>&1 &
 server_pid=$!
 server_up() {
@@ -166,8 +165,12 @@ echo "== 3. A holder frozen past its 2s session writes anyway once thawed: the f
 echo "   Both workers write a report to SQLite, checking the fence first (docs/fencing.md's report.py);"
 echo "   worker 7's command stops itself (kill -STOP) just before its write, and its zklock is stopped too."
 db=$tmp/reports.db
-"$FENCE" install -dsn "$db"
-python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("CREATE TABLE reports (day TEXT, body TEXT)")' "$db"
+# The fence's SQLite install script (what zklock-fence install runs), and
+# the reports table.
+python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.executescript(open(sys.argv[2]).read())
+db.execute("CREATE TABLE reports (day TEXT, body TEXT)")' "$db" fence/sql/sqlite.sql
 # report.py DB WHO [--no-fence]: docs/fencing.md's Python example, with the
 # lock's path as the fence name, WHO as the report, and the check skipped
 # with --no-fence.

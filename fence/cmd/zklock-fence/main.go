@@ -168,15 +168,5 @@ func dialectOf(store, dsn string) (fence.Dialect, string, error) {
 
 // printSQL prints the install SQL as the store's own client reads it.
 func printSQL(w io.Writer, d fence.Dialect) {
-	if d == fence.MySQL {
-		fmt.Fprintln(w, "DELIMITER //")
-		for _, s := range fence.InstallSQL(d) {
-			fmt.Fprintf(w, "%s //\n", s)
-		}
-		fmt.Fprintln(w, "DELIMITER ;")
-		return
-	}
-	for _, s := range fence.InstallSQL(d) {
-		fmt.Fprintf(w, "%s;\n", s)
-	}
+	fmt.Fprint(w, fence.InstallScript(d))
 }
