@@ -116,6 +116,10 @@ func (c *Client) acquireQueued(ctx context.Context, a ask) (*Lease, error) {
 		case errors.Is(err, errNoWord) && !a.policy.decidesOnLoss() && ctx.Err() == nil:
 			c.log.Warn("zklock: granted, but no word from ZooKeeper's leader for a session timeout; queueing again at the back", "path", a.path)
 			continue
+		case errors.Is(err, errNoWord) && ctx.Err() != nil:
+			// The gate's bound and ctx ended together (a grant a session
+			// timeout before the deadline): ctx's end is the caller's cause.
+			return nil, fmt.Errorf("%w: %w: %w", ErrUnreachable, err, context.Cause(ctx))
 		case errors.Is(err, errNoWord):
 			return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 		case !gone:
