@@ -50,7 +50,8 @@ func (tt *torture) startFence() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(tt.ctx, tt.cfg.duration+fenceGrace)
-	cmd := exec.CommandContext(ctx, "go", "test", "-race", "-count=1", "-run", "^TestFenceTorture$", "-v", "./fence",
+	// -timeout: go test's default (10 minutes) would end a long run.
+	cmd := exec.CommandContext(ctx, "go", "test", "-race", "-count=1", "-timeout", (tt.cfg.duration + fenceGrace).String(), "-run", "^TestFenceTorture$", "-v", "./fence",
 		"-args", "-torture.duration="+tt.cfg.duration.String(), "-torture.seed="+strconv.FormatUint(tt.cfg.seed, 10))
 	cmd.Env = append(os.Environ(), zktest.EnvServers+"="+strings.Join(tt.cluster.Addrs(), ","))
 	out, err := cmd.StdoutPipe()

@@ -25,6 +25,12 @@
 // INSERT INTO zklock_fence_check (name, token) VALUES (...) in SQLite
 // (docs/fencing.md).
 //
+// Time: every call returns when its ctx ends (database/sql cancels the
+// statement); give it a deadline, since a database that never answers
+// otherwise holds the call as long as the driver's own timeouts do. A
+// holder waiting for an older holder's transaction waits as long as that
+// transaction lasts: keep fenced transactions short.
+//
 // Isolation: the check is safe at every level each store offers; at
 // PostgreSQL's REPEATABLE READ and SERIALIZABLE a stale check can fail with
 // a serialization failure (SQLSTATE 40001) instead of ErrStale, which is a

@@ -73,22 +73,11 @@ func (c *suite) staleAfterClaimOnly(t *testing.T) {
 // serialization failure, and succeed when it retries.
 func (c *suite) oldCommitsFirst(t *testing.T, lvl sql.IsolationLevel, existing bool) {
 	ctx, name := context.Background(), c.w.name(t)
-	if existing {
-		must(t, c.fencedWrite(ctx, name, 3))
-	}
-	old := c.begin(t, lvl)
-	must(t, c.f.Check(ctx, old, name, 5))
-	must(t, c.w.write(ctx, old, name, 5))
-	done := make(chan error, 1)
-	go func() { done <- c.fencedWriteAt(ctx, lvl, name, 9) }()
-	c.untilBlocked(t, done)
-	must(t, old.Commit())
-	err := <-done
-	if err != nil && lvl != sql.LevelDefault && !errors.Is(err, fence.ErrStale) {
+	done := c.race(t, lvl, name, existing, 5, 9)
+	if err := <-done; err != nil && lvl != sql.LevelDefault && !errors.Is(err, fence.ErrStale) {
 		// A serialization failure: retried, as any transaction at this level.
-		err = c.fencedWriteAt(ctx, lvl, name, 9)
-	}
-	if err != nil {
+		must(t, c.fencedWriteAt(ctx, lvl, name, 9))
+	} else if err != nil {
 		t.Fatalf("the new holder, after the old one committed: %v", err)
 	}
 	mustValue(t, c.w, name, 9)
@@ -98,18 +87,8 @@ func (c *suite) oldCommitsFirst(t *testing.T, lvl sql.IsolationLevel, existing b
 // newCommitsFirst: the new holder's transaction checked first; the old
 // holder's check waits for it, then is refused.
 func (c *suite) newCommitsFirst(t *testing.T, lvl sql.IsolationLevel, existing bool) {
-	ctx, name := context.Background(), c.w.name(t)
-	if existing {
-		must(t, c.fencedWrite(ctx, name, 3))
-	}
-	newer := c.begin(t, lvl)
-	must(t, c.f.Check(ctx, newer, name, 9))
-	must(t, c.w.write(ctx, newer, name, 9))
-	done := make(chan error, 1)
-	go func() { done <- c.fencedWriteAt(ctx, lvl, name, 5) }()
-	c.untilBlocked(t, done)
-	must(t, newer.Commit())
-	err := <-done
+	name := c.w.name(t)
+	err := <-c.race(t, lvl, name, existing, 9, 5)
 	if err == nil {
 		t.Fatal("the old holder committed after the new one")
 	}
@@ -118,6 +97,24 @@ func (c *suite) newCommitsFirst(t *testing.T, lvl sql.IsolationLevel, existing b
 	}
 	mustValue(t, c.w, name, 9)
 	mustSeen(t, c.f, name, 9)
+}
+
+// race runs two holders' transactions at lvl on name (with a row already
+// there if existing): the first checks and writes first, the second's
+// check waits for it, and the first commits. It returns the second's end.
+func (c *suite) race(t *testing.T, lvl sql.IsolationLevel, name string, existing bool, first, second int64) <-chan error {
+	ctx := context.Background()
+	if existing {
+		must(t, c.fencedWrite(ctx, name, 3))
+	}
+	tx := c.begin(t, lvl)
+	must(t, c.f.Check(ctx, tx, name, first))
+	must(t, c.w.write(ctx, tx, name, first))
+	done := make(chan error, 1)
+	go func() { done <- c.fencedWriteAt(ctx, lvl, name, second) }()
+	c.untilBlocked(t, done)
+	must(t, tx.Commit())
+	return done
 }
 
 // commitAfterTheLeaseEndedUnseen: a transaction begun under a live lease
