@@ -1,3 +1,5 @@
+//go:build linux
+
 package fence_test
 
 import (
@@ -117,6 +119,9 @@ func (tr *tortureRun) start(id int, servers []string, dsn string) {
 	cmd.Env = append(os.Environ(), "FENCE_TORTURE_WORKER="+fmt.Sprint(id),
 		"FENCE_TORTURE_ZK="+strings.Join(servers, ","), "FENCE_TORTURE_DSN="+dsn)
 	cmd.Stderr = os.Stderr
+	// A worker dies with the test: a worker left stopped (SIGSTOP) by a
+	// test that was killed would otherwise stay so for good.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

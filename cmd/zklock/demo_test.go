@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +22,11 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "../../scripts/demo.sh")
+	// Its own process group, ended whole at the deadline: SIGTERM lets the
+	// demo's trap stop its server and workers (killing only the shell left
+	// its ZooKeeper running after a slow run was cut off).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 	began := time.Now()
 	out, err := cmd.CombinedOutput()
