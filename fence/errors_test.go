@@ -11,7 +11,7 @@ import (
 func TestPureStaleTextOfEachStore(t *testing.T) {
 	for _, text := range []string{
 		`ERROR: zklock_fence: stale token 5 (seen 9) for /jobs/a (SQLSTATE P0001)`, // pgx
-		`Error 1644 (45000): zklock_fence: stale token 5 (seen 9)`,                // go-sql-driver/mysql
+		`Error 1644 (45000): zklock_fence: stale token 5 (seen 9)`,                 // go-sql-driver/mysql
 	} {
 		err := asStale(errors.New(text), "/jobs/a", 5)
 		var stale *StaleError
