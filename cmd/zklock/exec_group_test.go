@@ -131,6 +131,29 @@ func TestExecKilledReaperBeatsTheSession(t *testing.T) {
 	requireNoSurvivor(t, events, "started\n")
 }
 
+// Case 4b: the reaper is still starting (slow, as on a loaded machine)
+// when --max-hold's SIGTERM goes to the group, and zklock is killed right
+// after it: the reaper must not die of that SIGTERM, and kills the
+// leftovers before the session can expire. (Sent to the whole group, the
+// SIGTERM killed the reaper, and the leftover outlived the lock.)
+func TestExecSlowReaperSurvivesTheGroupsSIGTERM(t *testing.T) {
+	t.Parallel()
+	path := lockPath(t)
+	c := connect(t)
+	pids, events := runFiles(t)
+	p := startWith(t, []string{reaperDelayEnv + "=1500ms"}, "exec", "--session-timeout", "2s", "--max-hold", "600ms",
+		"--grace", "30s", path, "--", "sh", "-c", `trap "" TERM; echo $$ >> $0; `+stubbornChild+`echo started >> $1; wait`, pids, events)
+	waitQueue(t, c, path, 1)
+	waitFile(t, events, "started")
+	eventually(t, "two pids", func() bool { b, _ := os.ReadFile(pids); return len(strings.Fields(string(b))) == 2 })
+	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
+	waitQueue(t, c, path, 2)
+	waitFile(t, p.stderr, "SIGTERM now")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+	requireNoSurvivor(t, events, "started\n")
+}
+
 // Case 7: zklock's stderr is a pipe whose reader is gone: writing to it
 // must not kill zklock (SIGPIPE) before the command's leftovers are
 // stopped and the lock released.

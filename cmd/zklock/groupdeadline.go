@@ -153,12 +153,27 @@ func (g *groupDeadline) feed() {
 
 // signal sends sig to the whole group, unless stop was called: the group
 // is empty then, and without the reaper to keep it its id may be reused.
+// While the reaper still starts (a loaded machine), a signal it could catch
+// goes to the group's other members one by one: sent to the group, it
+// killed the reaper before it ignored it, and zklock killed then left the
+// command's leftovers running past the session (the torture's exec_kill).
 func (g *groupDeadline) signal(sig syscall.Signal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.stopped {
-		_ = syscall.Kill(-g.pgid, sig)
+	if g.stopped {
+		return
 	}
+	if sig != syscall.SIGKILL && !g.reaper.isReady() {
+		if pids, ok := groupMembers(g.pgid); ok {
+			for _, pid := range pids {
+				if pid != g.reaper.pid() {
+					_ = syscall.Kill(pid, sig)
+				}
+			}
+			return
+		}
+	}
+	_ = syscall.Kill(-g.pgid, sig)
 }
 
 // limitTerm is --max-hold's SIGTERM.

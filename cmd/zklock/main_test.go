@@ -74,6 +74,12 @@ type proc struct {
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startWith(t, nil, args...)
+}
+
+// startWith is start with env added to zklock's environment.
+func startWith(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	dir := t.TempDir()
 	p := &proc{stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr"), done: make(chan struct{})}
 	out, err := os.Create(p.stdout)
@@ -83,6 +89,7 @@ func start(t *testing.T, args ...string) *proc {
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), envServers+"="+strings.Join(cluster.Addrs(), ","),
 		"GORACE=atexit_sleep_ms=0") // a -race binary otherwise lingers 1s at exit
+	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = out, errf
 	require.NoError(t, p.cmd.Start())
 	out.Close()

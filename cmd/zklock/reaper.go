@@ -35,12 +35,17 @@ import (
 
 const reapCmd = "_reap"
 
+// reaperDelayEnv delays the reaper's start by a duration, for the test of a
+// reaper still starting when the group is signalled; not for users.
+const reaperDelayEnv = "ZKLOCK_TEST_REAPER_DELAY"
+
 // reaper is a started reaper; stop kills it.
 type reaper struct {
-	cmd  *exec.Cmd
-	pipe *os.File // zklock's end: closed only by zklock's death (or stop)
-	mu   sync.Mutex
-	done bool
+	cmd   *exec.Cmd
+	pipe  *os.File      // zklock's end: closed only by zklock's death (or stop)
+	ready chan struct{} // closed once the reaper ignores the group's signals
+	mu    sync.Mutex
+	done  bool
 }
 
 // startReaper starts a reaper in the process group pgid. It returns nil if
@@ -64,7 +69,6 @@ func startReaper(pgid int, grace, slack time.Duration) *reaper {
 		w.Close()
 		return nil
 	}
-	defer ready.Close()
 	cmd := exec.Command(self, reapCmd, strconv.Itoa(pgid), grace.String(), slack.String())
 	cmd.Stdin = r
 	cmd.Stderr = os.Stderr
@@ -73,12 +77,35 @@ func startReaper(pgid int, grace, slack time.Duration) *reaper {
 	err = cmd.Start()
 	readyW.Close()
 	if err != nil {
+		ready.Close()
 		w.Close()
 		return nil
 	}
-	_ = ready.SetReadDeadline(time.Now().Add(slack))
-	_, _ = ready.Read(make([]byte, 1)) // EOF when ready; a deadline if slow
-	return &reaper{cmd: cmd, pipe: w}
+	rp := &reaper{cmd: cmd, pipe: w, ready: make(chan struct{})}
+	go func() {
+		defer close(rp.ready)
+		defer ready.Close()
+		_, _ = ready.Read(make([]byte, 1)) // EOF when ready, or the reaper's death
+	}()
+	select {
+	case <-rp.ready:
+	case <-time.After(slack):
+	}
+	return rp
+}
+
+// isReady reports whether the reaper ignores the group's signals by now
+// (true when there is none).
+func (r *reaper) isReady() bool {
+	if r == nil {
+		return true
+	}
+	select {
+	case <-r.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // reaperReady tells zklock that the reaper ignores the group's signals: it
@@ -138,6 +165,10 @@ func runReaper(args []string, stderr io.Writer) int {
 	slack, serr := time.ParseDuration(args[2])
 	if err != nil || gerr != nil || serr != nil || pgid <= 1 {
 		return fail(stderr, exitUsage, "%s: bad arguments %q", reapCmd, args)
+	}
+	// A reaper slow to start, as on a loaded machine (tests only).
+	if d, err := time.ParseDuration(os.Getenv(reaperDelayEnv)); err == nil {
+		time.Sleep(d)
 	}
 	// The signals zklock forwards to the group are the command's business,
 	// and nothing the terminal or a closed pipe does may stop the reaper.
