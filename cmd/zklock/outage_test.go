@@ -90,7 +90,7 @@ func TestOutageMalformedServersAreUsageErrors(t *testing.T) {
 			code, _, stderr := runZK(t, 20*time.Second, args...)
 			require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
 			require.Contains(t, stderr, "--servers")
-			require.Less(t, time.Since(start), 5*time.Second, "%v: no dial should happen", args)
+			require.Less(t, time.Since(start), startSlack, "%v: no dial should happen", args)
 		}
 	}
 }
@@ -103,15 +103,18 @@ func TestOutageWithTimeoutIsNotContention(t *testing.T) {
 	require.Contains(t, stderr, "never answered")
 }
 
-// --try gives up within 3 s of the start (plus the binary's start-up) when
-// ZooKeeper does not answer, though --connect-timeout is 15 s.
+// --try caps the connect timeout at tryConnectTimeout (3 s) when ZooKeeper
+// does not answer, though --connect-timeout says 60 s. The bound asserted is
+// half of 60 s, not 3 s: the binary's race-built start-up on a loaded machine
+// is not what this test is about (a fresh-clone run took 5.3 s in all).
 func TestOutageTryGivesUpFast(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	code, _, stderr := runZK(t, 20*time.Second, "exec", "--try", "--servers", listener(t, nil), "/a", "--", "true")
+	code, _, stderr := runZK(t, 90*time.Second, "exec", "--try", "--connect-timeout", "60s", "--servers", listener(t, nil), "/a", "--", "true")
 	took := time.Since(start)
 	require.Equal(t, exitUnavailable, code, stderr)
-	require.Less(t, took, tryConnectTimeout+2*time.Second)
+	require.Contains(t, stderr, "never answered")
+	require.Less(t, took, 30*time.Second, "--try waited for --connect-timeout")
 	t.Logf("--try against a silent server: exit %d after %v", code, took.Round(time.Millisecond))
 }
 
