@@ -3,7 +3,8 @@
 # Curator's recipes for Java with a JDK to compile the test's driver, and
 # kazoo for Debian's python3, and jq, with which the docs' job-monitoring
 # query runs in a test, and faketime (libfaketime), with which a test starts
-# ZooKeeper servers whose clocks disagree. Idempotent: does nothing when all
+# ZooKeeper servers whose clocks disagree, and nft (nftables), with which
+# zktest.Loss drops loopback packets. Idempotent: does nothing when all
 # are there. The tests look for them in the same places:
 #   Curator:   /usr/share/java/curator-{recipes,framework,client}.jar (Debian)
 #   javac:     $JAVA_HOME/bin/javac, else javac on $PATH
@@ -11,6 +12,7 @@
 #   faketime:  $ZKLOCK_LIBFAKETIME, else /usr/lib/*/faketime/libfaketime.so.1
 #              (Debian's libfaketime, which the faketime package pulls in),
 #              /usr/lib/faketime or /usr/local/lib/faketime (a source build)
+#   nft:       on $PATH, else /usr/sbin/nft
 set -eu
 
 say() { echo "install-interop: $*"; }
@@ -31,19 +33,23 @@ have_faketime() {
 	return 1
 }
 
+# nft (nftables), with which zktest.Loss makes loopback links lossy.
+have_nft() { command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; }
+
 pkgs=
 have_curator || pkgs="$pkgs libcurator-recipes-java"
 have_javac || pkgs="$pkgs default-jdk-headless"
 have_kazoo || pkgs="$pkgs python3-kazoo"
 command -v jq >/dev/null 2>&1 || pkgs="$pkgs jq"
 have_faketime || pkgs="$pkgs faketime"
+have_nft || pkgs="$pkgs nftables"
 if [ -z "$pkgs" ]; then
-	say "Curator, javac, kazoo, jq and faketime already installed; nothing to do"
+	say "Curator, javac, kazoo, jq, faketime and nft already installed; nothing to do"
 	exit 0
 fi
 
 command -v apt-get >/dev/null 2>&1 ||
-	die "apt-get not available: install$pkgs yourself (Curator 5 jars in /usr/share/java, a JDK, kazoo for /usr/bin/python3, libfaketime)"
+	die "apt-get not available: install$pkgs yourself (Curator 5 jars in /usr/share/java, a JDK, kazoo for /usr/bin/python3, libfaketime, nftables)"
 SUDO=
 if [ "$(id -u)" != 0 ]; then
 	command -v sudo >/dev/null 2>&1 || die "not root and no sudo: run this script as root"
@@ -59,4 +65,5 @@ have_curator || die "Curator jars still missing after the install"
 have_javac || die "javac still missing after the install"
 have_kazoo || die "kazoo still not importable by /usr/bin/python3 after the install"
 have_faketime || die "libfaketime.so.1 still missing after the install (dpkg -L libfaketime shows where it went)"
+have_nft || die "nft still missing after the install"
 say "installed$pkgs"

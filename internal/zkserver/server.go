@@ -27,6 +27,8 @@ type Server struct {
 	proc   *process       // the current or last process; nil before the first start
 	shift  *time.Duration // the wall clock's shift set by SetClockShift; nil: Config.ClockShifts
 	frozen bool           // Freeze stopped the process (SIGSTOP); Thaw, Stop and Kill resume it
+
+	checkpoints int // how many Checkpoint took, to name the next copy
 }
 
 type process struct {
@@ -43,6 +45,10 @@ func (p *process) running() bool {
 		return true
 	}
 }
+
+// PeerPorts returns the ports the server binds for its peers: the quorum port
+// (where followers reach it when it leads) and the election port.
+func (s *Server) PeerPorts() (quorum, election int) { return s.quorumPort, s.electionPort }
 
 // Addr returns the client address, "127.0.0.1:port".
 func (s *Server) Addr() string { return s.addr }
