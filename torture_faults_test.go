@@ -50,6 +50,9 @@ const (
 	fExecStderr                        // swarm "exec": zklock exec's stderr a pipe whose reader is gone, its command past --max-hold
 	fExecStubborn                      // swarm "exec": the command leaves a grandchild that ignores SIGTERM
 	fExecStall                         // swarm "exec": zklock exec's proxy stalled mid-hold (for 0.1-2.5 T), then cut half the time
+	fRolling                           // swarm "rolling": every server restarted in turn, the leader last
+	fLagging                           // swarm "lagging": a follower restored from a backup seconds old
+	fLoss                              // swarm "loss": 1-20 % of one link's packets lost, one way
 	numFaultKinds
 )
 
@@ -83,6 +86,9 @@ var faultKinds = [numFaultKinds]struct {
 	fExecStderr:       {"exec_stderr", 0},
 	fExecStubborn:     {"exec_stubborn", 0},
 	fExecStall:        {"exec_stall", 0},
+	fRolling:          {"rolling", 0}, // weighed by the swarm (weights)
+	fLagging:          {"lagging", 0},
+	fLoss:             {"loss", 0},
 }
 
 // weights are the faults' weights in this run's configuration.
@@ -105,6 +111,15 @@ func (tt *torture) weights() [numFaultKinds]int {
 	}
 	if tt.cfg.sw.skew { // leader changes move ZooKeeper's time
 		w[fKill] = 15
+	}
+	if tt.cfg.sw.rolling {
+		w[fRolling] = 2
+	}
+	if tt.cfg.sw.lagging {
+		w[fLagging] = 4
+	}
+	if tt.cfg.sw.loss {
+		w[fLoss] = 6
 	}
 	if tt.cfg.sw.exec {
 		w[fExecKill], w[fExecTstp], w[fExecStderr], w[fExecStubborn], w[fExecStall] = 4, 4, 3, 4, 3
@@ -175,7 +190,7 @@ func (tt *torture) inject(f fault) {
 			func(s *slot) bool { return s.waiting.Load() > 0 })
 	case fCutBeforeRelease:
 		tt.slots[f.slot].cutBeforeRelease.Store(true) // counted when a Release takes it
-	case fKill, fRestartAll, fPartition, fPauseShort, fPauseLong:
+	case fKill, fRestartAll, fPartition, fPauseShort, fPauseLong, fRolling, fLagging, fLoss:
 		if tt.cluster.External() {
 			tt.counts.add("skipped." + f.kind.String())
 			return
@@ -186,6 +201,15 @@ func (tt *torture) inject(f fault) {
 			return
 		case fPauseShort, fPauseLong:
 			tt.async(&tt.serverBusy, f, func() { tt.pauseServer(f) })
+			return
+		case fRolling:
+			tt.async(&tt.serverBusy, f, func() { tt.rollingRestart(f) })
+			return
+		case fLagging:
+			tt.async(&tt.serverBusy, f, func() { tt.restoreBackup(f) })
+			return
+		case fLoss:
+			tt.async(&tt.lossBusy, f, func() { tt.lossyLink(f) })
 			return
 		}
 		tt.async(&tt.serverBusy, f, func() { tt.serverFault(f) })
@@ -399,7 +423,7 @@ func (tt *torture) serverFault(f fault) {
 func (tt *torture) partitionServer(f fault) {
 	i := f.server
 	if i < 0 {
-		i, _ = tt.cluster.Leader() // 0 if there is none right now
+		i = tt.leaderOrFirst()
 	}
 	d := between(f.u1, 300*time.Millisecond, 2*tortureSession)
 	tt.began(f.kind, "server %d from the others for %v (the leader: %v)", i+1, d.Round(time.Millisecond), f.server < 0)
@@ -433,7 +457,7 @@ func (tt *torture) healthyAgain(what, note string) {
 func (tt *torture) pauseServer(f fault) {
 	i := f.server
 	if i < 0 {
-		i, _ = tt.cluster.Leader() // 0 if there is none right now
+		i = tt.leaderOrFirst()
 	}
 	d := between(f.u1, tortureSession/10, tortureSession*35/100)
 	if f.kind == fPauseLong {

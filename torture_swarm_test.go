@@ -35,10 +35,11 @@ var tortureSwarm = flag.String("torture.swarm", "", "TestTorture's configuration
 // swarmDims are the dimensions, in the order they are drawn.
 // "service" is drawn last, after the per-client choices, so that the seeds
 // of before it draw the same configuration of the others.
-var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause", "skew", "exec", "fence"}
+var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause", "skew", "exec", "fence", "rolling", "rollover", "lagging", "loss"}
 
 // firstDims are the dimensions drawn before the per-client choices; the
-// others ("service", "pause", "skew", "exec", then "fence") come after them, each added last so that
+// others ("service", "pause", "skew", "exec", "fence", then the operators'
+// four) come after them, each added last so that
 // earlier seeds still draw the configuration they drew before.
 const firstDims = 6
 
@@ -115,6 +116,13 @@ type swarmConfig struct {
 	// be refused (issue 50; torture_fence_test.go). Drawn only for runs of
 	// fenceMinDuration or more: make test runs that torture on its own.
 	fence bool
+	// rolling, rollover, lagging, loss: what operators and networks do to
+	// the ensemble (issue 51; torture_operators_test.go): a rolling restart
+	// of the three servers; leaders whose zxid counter runs out every
+	// tortureRolloverRun transactions, so that the epoch rolls over and
+	// tokens must still grow; a follower restored from a backup seconds
+	// old; 1-20 % of one link's packets lost, one way.
+	rolling, rollover, lagging, loss bool
 }
 
 func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
@@ -140,7 +148,8 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 			on[d] = true
 		}
 	}
-	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"], pause: on["pause"], skew: on["skew"], exec: on["exec"], fence: on["fence"]}
+	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"], pause: on["pause"], skew: on["skew"], exec: on["exec"], fence: on["fence"],
+		rolling: on["rolling"], rollover: on["rollover"], lagging: on["lagging"], loss: on["loss"]}
 	asks := []time.Duration{tortureSession, 10 * time.Second, 10 * time.Second, 30 * time.Second}
 	sw.asked = make([]time.Duration, clients)
 	sw.chrooted = make([]bool, clients)
@@ -175,6 +184,11 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 	}
 	if fence := rng.IntN(2) == 0; forced == "" {
 		sw.fence = fence
+	}
+	for _, d := range []*bool{&sw.rolling, &sw.rollover, &sw.lagging, &sw.loss} {
+		if b := rng.IntN(2) == 0; forced == "" {
+			*d = b
+		}
 	}
 	return sw, nil
 }
@@ -214,13 +228,15 @@ func (sw swarmConfig) String() string {
 		}
 		maxhold += "(" + strings.Join(ms, " ") + ")"
 	}
-	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s skew=%s exec=%s fence=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause), onOff(sw.skew), onOff(sw.exec), onOff(sw.fence))
+	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s skew=%s exec=%s fence=%s rolling=%s rollover=%s lagging=%s loss=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause), onOff(sw.skew), onOff(sw.exec), onOff(sw.fence),
+		onOff(sw.rolling), onOff(sw.rollover), onOff(sw.lagging), onOff(sw.loss))
 }
 
 // flags renders the configuration for a replay line.
 func (sw swarmConfig) flags() string {
 	var on []string
-	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service, "pause": sw.pause, "skew": sw.skew, "exec": sw.exec, "fence": sw.fence} {
+	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service, "pause": sw.pause, "skew": sw.skew, "exec": sw.exec, "fence": sw.fence,
+		"rolling": sw.rolling, "rollover": sw.rollover, "lagging": sw.lagging, "loss": sw.loss} {
 		if b {
 			on = append(on, d)
 		}

@@ -170,6 +170,8 @@ type torture struct {
 	cutoff     atomic.Int32   // clients currently cut off
 	serverBusy atomic.Bool    // a server fault is under way (never two down)
 	obsBusy    atomic.Bool    // a hand deletion is under way
+	lossBusy   atomic.Bool    // a lossy link is under way (torture_operators_test.go)
+	loss       *zktest.Loss   // nil unless the swarm draws "loss"
 	verdict    verdict
 
 	peer           *curatorPeer   // torture_swarm_test.go's; nil unless the swarm draws it
@@ -222,7 +224,10 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 			}
 			opts = append(opts, zktest.WithClockShifts(0, d, -d))
 		}
-		tt.cluster = zktest.Start(t, opts...)
+		tt.cluster = zktest.Start(t, append(opts, tt.operatorOptions()...)...)
+		if cfg.sw.loss {
+			tt.loss = zktest.NewLoss(t)
+		}
 	}
 	tt.obs = tortureObserver(t, tt.cluster.Addrs())
 	if _, err := tt.obs.Create(cfg.root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -1191,7 +1196,7 @@ func (tt *torture) report() {
 	}
 	tt.t.Logf("skipped faults (target busy or not found): %s", strings.Join(tt.counts.withPrefix("skipped."), " "))
 	var sw []string
-	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade.", "grant.permits", "svc.", "exec.", "fence."} {
+	for _, p := range []string{"grant.peer_", "peer.", "grant.revoke", "revoke.", "chroot.", "outage.", "maxhold.", "job.", "grant.downgrade", "downgrade.", "grant.permits", "svc.", "exec.", "fence.", "rollover.", "loss."} {
 		for _, e := range tt.counts.withPrefix(p) {
 			sw = append(sw, p+e)
 		}
