@@ -87,12 +87,15 @@ func laggingFollowerRevivesNoLease(t *testing.T, zc *zktest.Cluster) {
 	f := followerOf(t, zc)
 	proxy := zktest.NewProxy(t, f.Addr())
 	p := lockPath(t)
-	holder := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(30*time.Second))
+	// T = 50 s: the loss clock (0.8 T) must not end the lease before the
+	// restored follower serves, even on a loaded machine.
+	holder := connectVia(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(50*time.Second))
 	l, err := mustMutex(t, holder, p).Acquire(ctxTimeout(t, 30*time.Second))
 	require.NoError(t, err)
 	backup, err := f.Checkpoint()
 	require.NoError(t, err)
 	require.NoError(t, f.Stop())
+	stopped := time.Now()
 
 	other := connectVia(t, othersThan(zc, f), zklock.WithSessionTimeout(15*time.Second))
 	cs := contenders(t, other, p)
@@ -102,7 +105,6 @@ func laggingFollowerRevivesNoLease(t *testing.T, zc *zktest.Cluster) {
 	taken, err := mustMutex(t, other, p).Acquire(ctxTimeout(t, 30*time.Second))
 	require.NoError(t, err)
 
-	stopped := time.Now()
 	require.NoError(t, f.RestartFrom(ctxTimeout(t, 2*time.Minute), backup))
 	select {
 	case <-l.Done():

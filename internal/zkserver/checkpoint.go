@@ -2,10 +2,13 @@ package zkserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Checkpoint is a copy of a server's data directory (its snapshots, its
@@ -73,10 +76,75 @@ func copyTree(src, dst string) error {
 		if d.IsDir() {
 			return os.MkdirAll(to, 0o755)
 		}
-		b, err := os.ReadFile(path)
+		return copySparse(path, to)
+	})
+}
+
+// copySparse copies the file src to dst, leaving holes where src has them:
+// ZooKeeper preallocates every transaction log (64 MB by default, 4 MB
+// here) by writing its last byte, and a data directory that lived through
+// many epochs holds many such logs, mostly hole. Where the system cannot
+// tell holes (SEEK_DATA), every byte is copied.
+func copySparse(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := copyData(out, in, st.Size()); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Truncate(st.Size()); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+const (
+	seekData = 3 // SEEK_DATA (Linux, the BSDs, macOS)
+	seekHole = 4 // SEEK_HOLE
+)
+
+// copyData copies in's data regions to the same offsets of out.
+func copyData(out, in *os.File, size int64) error {
+	for off := int64(0); off < size; {
+		start, err := in.Seek(off, seekData)
+		if err != nil { // past the last data (ENXIO), or no SEEK_DATA here
+			if off == 0 && !isNoData(err) {
+				_, err = io.Copy(out, in)
+				return err
+			}
+			return nil
+		}
+		end, err := in.Seek(start, seekHole)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(to, b, 0o644)
-	})
+		if _, err := in.Seek(start, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := out.Seek(start, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(out, in, end-start); err != nil {
+			return err
+		}
+		off = end
+	}
+	return nil
 }
+
+
+// isNoData reports whether a SEEK_DATA failed because no data follows the
+// offset (ENXIO), rather than for want of SEEK_DATA.
+func isNoData(err error) bool { return errors.Is(err, syscall.ENXIO) }
