@@ -144,7 +144,6 @@ func copyData(out, in *os.File, size int64) error {
 	return nil
 }
 
-
 // isNoData reports whether a SEEK_DATA failed because no data follows the
 // offset (ENXIO), rather than for want of SEEK_DATA.
 func isNoData(err error) bool { return errors.Is(err, syscall.ENXIO) }
