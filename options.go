@@ -47,6 +47,7 @@ type options struct {
 	maxHold        time.Duration
 	breakOverdue   bool
 	tracer         Tracer
+	followEnsemble bool
 }
 
 type authCred struct {
@@ -64,6 +65,7 @@ func defaultOptions() options {
 		connectTimeout: DefaultConnectTimeout,
 		watchOwnNode:   true,
 		requeue:        true,
+		followEnsemble: true,
 		metrics:        noMetrics{},
 	}
 }
@@ -183,6 +185,23 @@ func WithFollowerLag(d time.Duration) Option {
 			return fmt.Errorf("%w: follower lag %v is negative", ErrInvalidOption, d)
 		}
 		o.followerLag = d
+		return nil
+	}
+}
+
+// WithFollowEnsemble chooses whether a client made by Connect follows the
+// ensemble's membership (default on): after a reconfig moves the ensemble
+// to other servers, it dials the servers /zookeeper/config lists from its
+// next connection on, as Curator's EnsembleTracker does. It follows only
+// when that configuration names every server's client address and includes
+// every address the client was given (a client pointed at a load balancer,
+// or at names the configuration does not use, keeps its list); servers
+// without dynamic reconfiguration (before 3.5, or with static client ports)
+// publish no such list, and nothing is watched. Client.Servers tells which
+// addresses a client dials.
+func WithFollowEnsemble(on bool) Option {
+	return func(o *options) error {
+		o.followEnsemble = on
 		return nil
 	}
 }

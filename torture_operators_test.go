@@ -21,7 +21,7 @@ import (
 // tortureRolloverRun is how many transactions a leader's epoch lasts with
 // "rollover" on (zktest.WithInitialZxid): a few a minute at the torture's
 // rate.
-const tortureRolloverRun = 3000
+const tortureRolloverRun = 500
 
 // operatorOptions are the ensemble's options for the drawn dimensions:
 // with rollover, each leader starts its counter tortureRolloverRun short of

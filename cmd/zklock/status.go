@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,6 +78,11 @@ line (several paths: an object keyed by path, each value such an array).
 --watch shows the view again whenever a listed path's queue changes (or,
 with --tree, the tree), until interrupted.
 
+--show-servers first prints the ZooKeeper servers zklock dials: those of
+--servers, or, when the ensemble publishes its members' client addresses
+(dynamic reconfiguration) and --servers names some of them, every member
+the ensemble lists ("following the ensemble's configuration").
+
 Exit status: 0 (also when nobody holds the lock), 1 if ZooKeeper refused the
 request, 2 for a usage error, 69 if ZooKeeper could not be reached.
 `,
@@ -84,6 +91,7 @@ request, 2 for a usage error, 69 if ZooKeeper could not be reached.
 		fs.Bool("json", false, "print JSON instead of a table")
 		fs.Bool("tree", false, "show every lock path under the given root: holder, how long since it queued, queue length, a job's last run")
 		fs.Bool("watch", false, "keep running and show it again at every change, until interrupted")
+		fs.Bool("show-servers", false, "first print the servers zklock dials (after a reconfig: the ensemble's members)")
 	},
 	run: runStatus,
 }
@@ -146,6 +154,9 @@ func runStatus(fs *flag.FlagSet, pos []string, stdout, stderr io.Writer) int {
 		return fail(stderr, cf.connectExit(err), "%s", cf.unreachable(err))
 	}
 	defer closeClient(client)
+	if flagValue[bool](fs, "show-servers") {
+		printServers(stdout, cf.servers, client.Servers())
+	}
 	watch := flagValue[bool](fs, "watch")
 	w := newChangeWatch(client, watch)
 	for {
@@ -308,4 +319,29 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// printServers prints the servers the client dials, and whether they are the
+// ones given or the ensemble's configuration.
+func printServers(out io.Writer, given string, used []string) {
+	slices.Sort(used)
+	whence := "as given"
+	if !sameServers(given, used) {
+		whence = "following the ensemble's configuration"
+	}
+	fmt.Fprintf(out, "servers: %s (%s)\n", strings.Join(used, ","), whence)
+}
+
+// sameServers reports whether the --servers list names exactly used.
+func sameServers(given string, used []string) bool {
+	hosts, _, _ := strings.Cut(given, "/") // a chroot follows the last address
+	g := strings.Split(hosts, ",")
+	for i := range g {
+		g[i] = strings.TrimSpace(g[i])
+		if _, _, err := net.SplitHostPort(g[i]); err != nil {
+			g[i] = net.JoinHostPort(g[i], "2181") // ZooKeeper's port when none is named
+		}
+	}
+	slices.Sort(g)
+	return slices.Equal(g, used)
 }

@@ -38,6 +38,10 @@ func newChroot(root string, invalid error) *chroot {
 	return &chroot{root: root, invalid: invalid}
 }
 
+// configNode is ZooKeeper's dynamic configuration, which ZooKeeper's own
+// clients read at its absolute path whatever their chroot (getConfig).
+const configNode = "/zookeeper/config"
+
 // errInvalidPath stands in for Config.InvalidPath when none was given.
 var errInvalidPath = errors.New("invalid path")
 
@@ -63,7 +67,7 @@ func (w *Tap) RawPaths(on bool) {
 // chroot: as a string, "-b" under /app would be /app-b, outside the chroot.
 // seq says p is a sequential create's (which may end in "/").
 func (r *chroot) prepend(p string, seq bool) (string, error) {
-	if r.raw.Load() {
+	if r.raw.Load() || p == configNode {
 		return p, nil
 	}
 	if why := PathProblem(p, seq); why != "" {

@@ -116,8 +116,39 @@ func (w *Tap) Hopeless() <-chan struct{} { return w.refused.hopeless }
 // goes at once with one address too (see atOnce); any other starts the round
 // as before.
 func (w *Tap) HostProvider() zk.HostProvider {
-	return &hostRounds{DNSHostProvider: zk.NewDNSHostProvider(), w: w, now: w.now, connectedAt: -1}
+	m := newMembers()
+	w.mu.Lock()
+	w.members = m
+	w.mu.Unlock()
+	return &hostRounds{members: m, w: w, now: w.now, connectedAt: -1}
 }
+
+// SetServers makes servers the addresses the client dials from its next
+// connection on (the ensemble's membership changed); ErrNoHostProvider
+// before HostProvider was called.
+func (w *Tap) SetServers(servers []string) error {
+	w.mu.Lock()
+	m := w.members
+	w.mu.Unlock()
+	if m == nil {
+		return errNoHostProvider
+	}
+	return m.replace(servers)
+}
+
+// Servers returns the addresses the client dials, as last given (nil before
+// HostProvider was called).
+func (w *Tap) Servers() []string {
+	w.mu.Lock()
+	m := w.members
+	w.mu.Unlock()
+	if m == nil {
+		return nil
+	}
+	return m.list()
+}
+
+var errNoHostProvider = errors.New("zklock: the client dials through its own host provider")
 
 // atOnceEvery is both how long a connection must last to count as having
 // worked without a reply, and the least time between two attempts that skip
@@ -127,7 +158,7 @@ func (w *Tap) HostProvider() zk.HostProvider {
 const atOnceEvery = time.Second
 
 type hostRounds struct {
-	*zk.DNSHostProvider
+	*members
 	w   *Tap
 	now func() int64 // the Tap's clock (ns since its epoch); a test's in pure tests
 
@@ -140,14 +171,14 @@ type hostRounds struct {
 // Connected is called by go-zookeeper once a connection's handshake is
 // answered, before any other request is sent on it.
 func (h *hostRounds) Connected() {
-	h.DNSHostProvider.Connected()
+	h.members.Connected()
 	h.w.mu.Lock()
 	h.connectedAt = h.now()
 	h.w.mu.Unlock()
 }
 
 func (h *hostRounds) Next() (string, bool) {
-	addr, retryStart := h.DNSHostProvider.Next()
+	addr, retryStart := h.members.Next()
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
 	if retryStart && h.atOnce() {

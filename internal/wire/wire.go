@@ -54,6 +54,7 @@ type Tap struct {
 	chroot      *chroot     // the connect string's chroot, nil for none
 	handshaking string      // the address of a TLS handshake under way, "" for none
 	refused     refusals    // permanent failures per address (refusal.go)
+	members     *members    // the servers dialled (members.go); nil before HostProvider
 }
 
 // Config is what a Tap is built with: the client's options that reach the

@@ -94,7 +94,7 @@ func (c *Cluster) start() error {
 // reservations until Shutdown (a restarted server binds them again).
 func (c *Cluster) allocatePorts() error {
 	per := 1
-	if len(c.servers) > 1 {
+	if len(c.servers) > 1 || c.cfg.Reconfig {
 		per = 3 // client, quorum, election
 	}
 	c.releasePorts() // a retry's new ports replace the old
@@ -167,11 +167,12 @@ func (c *Cluster) Shutdown() {
 func (c *Cluster) External() bool { return c.external }
 
 // Addrs returns the client address ("127.0.0.1:port") of every server, in
-// order (the voters, then the observers), including stopped ones.
+// order (the voters, then the observers), including stopped ones but not
+// those a reconfig removed.
 func (c *Cluster) Addrs() []string {
-	out := make([]string, len(c.servers))
-	for i, s := range c.servers {
-		out[i] = s.Addr()
+	var out []string
+	for _, s := range c.members() {
+		out = append(out, s.Addr())
 	}
 	return out
 }
@@ -232,7 +233,7 @@ func (e *exitedError) Error() string {
 
 func (c *Cluster) checkHealthy(ctx context.Context, all bool) error {
 	serving, voting, leaders := 0, 0, 0
-	for _, s := range c.servers {
+	for _, s := range c.members() {
 		if !s.Running() {
 			if all {
 				return &exitedError{s}
@@ -280,7 +281,7 @@ func (c *Cluster) checkHealthy(ctx context.Context, all bool) error {
 // voters is how many servers vote (all but the observers).
 func (c *Cluster) voters() int {
 	n := 0
-	for _, s := range c.servers {
+	for _, s := range c.members() {
 		if !s.observer {
 			n++
 		}

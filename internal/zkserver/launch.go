@@ -29,9 +29,12 @@ func (s *Server) writeConfig() error {
 	fmt.Fprintf(&b, "tickTime=%d\n", tickMs)
 	fmt.Fprintf(&b, "initLimit=%d\nsyncLimit=%d\n", max(10, cfg.syncLimit()), cfg.syncLimit())
 	fmt.Fprintf(&b, "dataDir=%s\n", s.dataDir())
-	if s.c.tls != nil {
+	switch {
+	case cfg.Reconfig:
+		b.WriteString(reconfigLines) // the client port is in the server lines
+	case s.c.tls != nil:
 		b.WriteString(s.c.tlsLines(s.clientPort))
-	} else {
+	default:
 		fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", s.clientPort)
 	}
 	b.WriteString("4lw.commands.whitelist=*\nadmin.enableServer=false\n")
@@ -40,7 +43,12 @@ func (s *Server) writeConfig() error {
 	if !cfg.ForceSync {
 		b.WriteString("forceSync=no\n")
 	}
-	if len(s.c.servers) > 1 {
+	switch {
+	case cfg.Reconfig:
+		for _, o := range s.c.members() {
+			b.WriteString(o.memberLine() + "\n")
+		}
+	case len(s.c.servers) > 1:
 		if s.observer {
 			b.WriteString("peerType=observer\n")
 		}
@@ -55,7 +63,7 @@ func (s *Server) writeConfig() error {
 	if err := os.MkdirAll(s.dataDir(), 0o755); err != nil {
 		return err
 	}
-	if len(s.c.servers) > 1 {
+	if len(s.c.servers) > 1 || cfg.Reconfig {
 		if err := os.WriteFile(filepath.Join(s.dataDir(), "myid"), []byte(strconv.Itoa(s.id)+"\n"), 0o644); err != nil {
 			return err
 		}

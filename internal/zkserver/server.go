@@ -28,7 +28,8 @@ type Server struct {
 	shift  *time.Duration // the wall clock's shift set by SetClockShift; nil: Config.ClockShifts
 	frozen bool           // Freeze stopped the process (SIGSTOP); Thaw, Stop and Kill resume it
 
-	checkpoints int // how many Checkpoint took, to name the next copy
+	checkpoints int  // how many Checkpoint took, to name the next copy
+	removed     bool // a reconfig removed it from the ensemble (reconfig.go)
 }
 
 type process struct {

@@ -111,6 +111,11 @@ type Config struct {
 	// time the configs are written: once per start attempt, so again with
 	// new ports when start retries after a port was taken.
 	PeerPort func(link PeerLink) (int, error)
+	// Reconfig runs the servers with dynamic reconfiguration enabled
+	// (reconfigEnabled, standaloneEnabled=false, client addresses in the
+	// server lines): members can be added and removed while the ensemble
+	// serves (reconfig.go). Not with PeerPort or TLS.
+	Reconfig bool
 }
 
 // DefaultConfig is one standalone server with a 100ms tick (sessions may be
@@ -130,6 +135,9 @@ func DefaultConfig() Config {
 func Start(cfg Config) (*Cluster, func(), error) {
 	if cfg.Observers > 0 && cfg.Ensemble < 2 {
 		return nil, nil, fmt.Errorf("zktest: %d observer(s) need an ensemble of at least 2 voting servers, not %d", cfg.Observers, cfg.Ensemble)
+	}
+	if cfg.Reconfig && (cfg.PeerPort != nil || cfg.TLS != nil) {
+		return nil, nil, fmt.Errorf("zktest: reconfiguration cannot be combined with partitions or TLS")
 	}
 	inst, err := findInstall()
 	if err != nil {

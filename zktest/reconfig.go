@@ -1,0 +1,117 @@
+package zktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Dynamic reconfiguration: an ensemble whose membership changes while it
+// serves, as an operator moves it to new machines with ZooKeeper's reconfig
+// (3.5 and later).
+
+// WithReconfig starts the servers with dynamic reconfiguration enabled
+// (reconfigEnabled=true, standaloneEnabled=false, each server line naming
+// its client address, so that /zookeeper/config lists where clients reach
+// every member), so that Cluster.AddServer and RemoveServer can change the
+// membership. The servers skip ACL checks (zookeeper.skipACL), so that any
+// client may send the reconfig; do not test ACLs on such a cluster. Not
+// with WithPartitions or WithTLS.
+func WithReconfig() Option {
+	return func(c *config) {
+		c.Reconfig = true
+		c.SysProps = append(c.SysProps, [2]string{"zookeeper.skipACL", "yes"})
+	}
+}
+
+// AddServer starts a new server on new ports (the next id), lets it sync
+// with the leader, and adds it to the ensemble as a voting member with a
+// reconfig; it returns once the ensemble is healthy with it. Addrs then
+// includes it.
+func (c *Cluster) AddServer(ctx context.Context) (*Server, error) {
+	s, err := c.c.AddServer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	srv := &Server{s: s, c: c}
+	c.servers = append(c.servers, srv)
+	if err := c.reconfig(ctx, c.Addrs(), []string{s.MemberLine()}, nil); err != nil {
+		return nil, fmt.Errorf("zktest: adding server %d: %w", s.ID(), err)
+	}
+	return srv, c.WaitHealthy(ctx)
+}
+
+// RemoveServer removes server i (an index into Servers) from the ensemble
+// with a reconfig, sent through the other members, then stops it; it
+// returns once the ensemble is healthy without it. Addrs then leaves it out.
+// Removing the leader makes the others elect one.
+func (c *Cluster) RemoveServer(ctx context.Context, i int) error {
+	s := c.servers[i]
+	var others []string
+	for _, o := range c.servers {
+		if o != s && !o.s.Removed() && o.Running() {
+			others = append(others, o.Addr())
+		}
+	}
+	if err := c.reconfig(ctx, others, nil, []string{strconv.Itoa(s.ID())}); err != nil {
+		return fmt.Errorf("zktest: removing server %d: %w", s.ID(), err)
+	}
+	s.s.MarkRemoved()
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	return c.WaitHealthy(ctx)
+}
+
+// reconfig sends an incremental reconfig through a session on addrs,
+// again while ZooKeeper says another is under way or the connection drops.
+func (c *Cluster) reconfig(ctx context.Context, addrs, joining, leaving []string) error {
+	conn, events, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := waitSession(ctx, events); err != nil {
+		return err
+	}
+	for {
+		_, err := conn.IncrementalReconfig(joining, leaving, -1)
+		if err == nil || !retryReconfig(err) {
+			return err
+		}
+		if !sleepCtx(ctx, 200*time.Millisecond) {
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		}
+	}
+}
+
+// retryReconfig reports a reconfig failure that a moment later may not
+// repeat: a dropped connection, or ZooKeeper's ZRECONFIGINPROGRESS (-14) and
+// ZNEWCONFIGNOQUORUM (-13, the joiner not yet synced), which go-zookeeper
+// has no error values for.
+func retryReconfig(err error) bool {
+	msg := err.Error()
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionMoved) ||
+		strings.HasSuffix(msg, "-13") || strings.HasSuffix(msg, "-14")
+}
+
+// waitSession waits for a session on events.
+func waitSession(ctx context.Context, events <-chan zk.Event) error {
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				return nil
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("zktest: no session for a reconfig: %w", ctx.Err())
+		}
+	}
+}
