@@ -53,6 +53,7 @@ const (
 	fRolling                           // swarm "rolling": every server restarted in turn, the leader last
 	fLagging                           // swarm "lagging": a follower restored from a backup seconds old
 	fLoss                              // swarm "loss": 1-20 % of one link's packets lost, one way
+	fReconfig                          // swarm "reconfig": a member removed by a reconfig, wiped, added back
 	numFaultKinds
 )
 
@@ -89,6 +90,7 @@ var faultKinds = [numFaultKinds]struct {
 	fRolling:          {"rolling", 0}, // weighed by the swarm (weights)
 	fLagging:          {"lagging", 0},
 	fLoss:             {"loss", 0},
+	fReconfig:         {"reconfig", 0},
 }
 
 // weights are the faults' weights in this run's configuration.
@@ -120,6 +122,9 @@ func (tt *torture) weights() [numFaultKinds]int {
 	}
 	if tt.cfg.sw.loss {
 		w[fLoss] = 6
+	}
+	if tt.cfg.sw.reconfig { // server partitions need static configs
+		w[fReconfig], w[fPartition] = 4, 0
 	}
 	if tt.cfg.sw.exec {
 		w[fExecKill], w[fExecTstp], w[fExecStderr], w[fExecStubborn], w[fExecStall] = 4, 4, 3, 4, 3
@@ -190,7 +195,7 @@ func (tt *torture) inject(f fault) {
 			func(s *slot) bool { return s.waiting.Load() > 0 })
 	case fCutBeforeRelease:
 		tt.slots[f.slot].cutBeforeRelease.Store(true) // counted when a Release takes it
-	case fKill, fRestartAll, fPartition, fPauseShort, fPauseLong, fRolling, fLagging, fLoss:
+	case fKill, fRestartAll, fPartition, fPauseShort, fPauseLong, fRolling, fLagging, fLoss, fReconfig:
 		if tt.cluster.External() {
 			tt.counts.add("skipped." + f.kind.String())
 			return
@@ -210,6 +215,9 @@ func (tt *torture) inject(f fault) {
 			return
 		case fLoss:
 			tt.async(&tt.lossBusy, f, func() { tt.lossyLink(f) })
+			return
+		case fReconfig:
+			tt.async(&tt.serverBusy, f, func() { tt.replaceMember(f) })
 			return
 		}
 		tt.async(&tt.serverBusy, f, func() { tt.serverFault(f) })

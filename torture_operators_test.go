@@ -24,18 +24,40 @@ import (
 const tortureRolloverRun = 500
 
 // operatorOptions are the ensemble's options for the drawn dimensions:
-// with rollover, each leader starts its counter tortureRolloverRun short of
-// the end, and its log lines saying it stepped down for it are counted.
+// with reconfig, dynamic reconfiguration; with rollover, each leader starts
+// its counter tortureRolloverRun short of the end, and its log lines saying
+// it stepped down for it are counted.
 func (tt *torture) operatorOptions() []zktest.Option {
+	var opts []zktest.Option
+	if tt.cfg.sw.reconfig {
+		opts = append(opts, zktest.WithReconfig())
+	}
 	if !tt.cfg.sw.rollover {
-		return nil
+		return opts
 	}
 	count := func(format string, args ...any) {
 		if strings.Contains(fmt.Sprint(args...), "rolled over") { // "zk%d: %s", the server's line
 			tt.counts.add("rollover.stepdowns")
 		}
 	}
-	return []zktest.Option{zktest.WithInitialZxid(0xffffffff - tortureRolloverRun), zktest.WithLogf(count)}
+	return append(opts, zktest.WithInitialZxid(0xffffffff-tortureRolloverRun), zktest.WithLogf(count))
+}
+
+// replaceMember removes a member (the leader when f.server < 0) with a
+// reconfig, wipes it and adds it back with another: the ensemble runs on two
+// voters meanwhile, and its membership changes twice under the clients.
+func (tt *torture) replaceMember(f fault) {
+	i := f.server
+	if i < 0 {
+		i = tt.leaderOrFirst()
+	}
+	tt.began(f.kind, "server %d removed, wiped and added back (the leader: %v)", i+1, f.server < 0)
+	ctx, cancel := context.WithTimeout(tt.ctx, 3*time.Minute)
+	defer cancel()
+	if err := tt.cluster.ReplaceServer(ctx, i); err != nil && tt.ctx.Err() == nil {
+		tt.t.Errorf("harness: replacing server %d: %v", i+1, err)
+	}
+	tt.lg.note(fmt.Sprintf("server %d a member again", i+1))
 }
 
 // rollingRestart restarts the three servers in turn, the leader last, with

@@ -35,7 +35,7 @@ var tortureSwarm = flag.String("torture.swarm", "", "TestTorture's configuration
 // swarmDims are the dimensions, in the order they are drawn.
 // "service" is drawn last, after the per-client choices, so that the seeds
 // of before it draw the same configuration of the others.
-var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause", "skew", "exec", "fence", "rolling", "rollover", "lagging", "loss"}
+var swarmDims = []string{"granted", "chroot", "revoke", "outage", "peer", "maxhold", "service", "pause", "skew", "exec", "fence", "rolling", "rollover", "lagging", "loss", "reconfig"}
 
 // firstDims are the dimensions drawn before the per-client choices; the
 // others ("service", "pause", "skew", "exec", "fence", then the operators'
@@ -123,6 +123,11 @@ type swarmConfig struct {
 	// tokens must still grow; a follower restored from a backup seconds
 	// old; 1-20 % of one link's packets lost, one way.
 	rolling, rollover, lagging, loss bool
+	// reconfig: the ensemble runs with dynamic reconfiguration, and a
+	// member is now and then removed by a reconfig, wiped and added back by
+	// another (the leader half the time); without server partitions, which
+	// need static configs (issue 51).
+	reconfig bool
 }
 
 func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
@@ -149,7 +154,7 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 		}
 	}
 	sw := swarmConfig{granted: on["granted"], chroot: on["chroot"], revoke: on["revoke"], outage: on["outage"], peer: on["peer"], maxhold: on["maxhold"], service: on["service"], pause: on["pause"], skew: on["skew"], exec: on["exec"], fence: on["fence"],
-		rolling: on["rolling"], rollover: on["rollover"], lagging: on["lagging"], loss: on["loss"]}
+		rolling: on["rolling"], rollover: on["rollover"], lagging: on["lagging"], loss: on["loss"], reconfig: on["reconfig"]}
 	asks := []time.Duration{tortureSession, 10 * time.Second, 10 * time.Second, 30 * time.Second}
 	sw.asked = make([]time.Duration, clients)
 	sw.chrooted = make([]bool, clients)
@@ -185,7 +190,7 @@ func drawSwarm(seed uint64, clients int, forced string) (swarmConfig, error) {
 	if fence := rng.IntN(2) == 0; forced == "" {
 		sw.fence = fence
 	}
-	for _, d := range []*bool{&sw.rolling, &sw.rollover, &sw.lagging, &sw.loss} {
+	for _, d := range []*bool{&sw.rolling, &sw.rollover, &sw.lagging, &sw.loss, &sw.reconfig} {
 		if b := rng.IntN(2) == 0; forced == "" {
 			*d = b
 		}
@@ -228,15 +233,15 @@ func (sw swarmConfig) String() string {
 		}
 		maxhold += "(" + strings.Join(ms, " ") + ")"
 	}
-	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s skew=%s exec=%s fence=%s rolling=%s rollover=%s lagging=%s loss=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause), onOff(sw.skew), onOff(sw.exec), onOff(sw.fence),
-		onOff(sw.rolling), onOff(sw.rollover), onOff(sw.lagging), onOff(sw.loss))
+	return fmt.Sprintf("swarm{granted=%s chroot=%s revoke=%s outage=%s peer=%s maxhold=%s service=%s pause=%s skew=%s exec=%s fence=%s rolling=%s rollover=%s lagging=%s loss=%s reconfig=%s}", granted, chroot, onOff(sw.revoke), onOff(sw.outage), onOff(sw.peer), maxhold, onOff(sw.service), onOff(sw.pause), onOff(sw.skew), onOff(sw.exec), onOff(sw.fence),
+		onOff(sw.rolling), onOff(sw.rollover), onOff(sw.lagging), onOff(sw.loss), onOff(sw.reconfig))
 }
 
 // flags renders the configuration for a replay line.
 func (sw swarmConfig) flags() string {
 	var on []string
 	for d, b := range map[string]bool{"granted": sw.granted, "chroot": sw.chroot, "revoke": sw.revoke, "outage": sw.outage, "peer": sw.peer, "maxhold": sw.maxhold, "service": sw.service, "pause": sw.pause, "skew": sw.skew, "exec": sw.exec, "fence": sw.fence,
-		"rolling": sw.rolling, "rollover": sw.rollover, "lagging": sw.lagging, "loss": sw.loss} {
+		"rolling": sw.rolling, "rollover": sw.rollover, "lagging": sw.lagging, "loss": sw.loss, "reconfig": sw.reconfig} {
 		if b {
 			on = append(on, d)
 		}

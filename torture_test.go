@@ -216,7 +216,10 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 		}
 		opts := []zktest.Option{zktest.WithEnsemble(3), zktest.WithTickTime(tortureTick), zktest.WithMaxSessionTimeout(maxSession),
 			zktest.WithSyncLimit(syncLimitTicks(cfg.sw)),
-			zktest.WithContainerCheck(200 * time.Millisecond), zktest.WithPartitions(), zktest.WithLogf(nil)}
+			zktest.WithContainerCheck(200 * time.Millisecond), zktest.WithLogf(nil)}
+		if !cfg.sw.reconfig { // partitions need static configs
+			opts = append(opts, zktest.WithPartitions())
+		}
 		if cfg.sw.skew {
 			d := tortureSkew
 			if cfg.sw.maxhold {

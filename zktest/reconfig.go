@@ -70,6 +70,25 @@ func (c *Cluster) RemoveServer(ctx context.Context, i int) error {
 	return c.WaitHealthy(ctx)
 }
 
+// ReplaceServer removes server i from the ensemble with a reconfig, stops
+// it, wipes its data and adds it back with another reconfig, as an operator
+// replaces a member's machine by a fresh one at the same address; it
+// returns once the ensemble is healthy with it again. Clients keep the same
+// addresses throughout. Replacing the leader makes the others elect one.
+func (c *Cluster) ReplaceServer(ctx context.Context, i int) error {
+	if err := c.RemoveServer(ctx, i); err != nil {
+		return err
+	}
+	s := c.servers[i]
+	if err := s.s.Rejoin(ctx); err != nil {
+		return fmt.Errorf("zktest: restarting server %d afresh: %w", s.ID(), err)
+	}
+	if err := c.reconfig(ctx, c.Addrs(), []string{s.s.MemberLine()}, nil); err != nil {
+		return fmt.Errorf("zktest: adding server %d back: %w", s.ID(), err)
+	}
+	return c.WaitHealthy(ctx)
+}
+
 // reconfig sends an incremental reconfig through a session on addrs,
 // again while ZooKeeper says another is under way or the connection drops.
 func (c *Cluster) reconfig(ctx context.Context, addrs, joining, leaving []string) error {

@@ -1,6 +1,7 @@
 package zktest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -32,4 +33,25 @@ func TestReconfigAddsAndRemovesServers(t *testing.T) {
 	require.Contains(t, cfg, ";"+added.Addr())
 	require.NotContains(t, cfg, "server.1=")
 	require.Equal(t, 3, strings.Count(cfg, "server."), cfg)
+}
+
+// TestReplaceServerKeepsItsAddress: a member removed, wiped and added back
+// at the same address is in /zookeeper/config again and serves what was
+// written while it was out.
+func TestReplaceServerKeepsItsAddress(t *testing.T) {
+	c := zktest.Start(t, zktest.WithEnsemble(3), zktest.WithReconfig())
+	c.SkipIfExternal(t)
+	addrs := c.Addrs()
+	leader, err := c.Leader()
+	require.NoError(t, err)
+	require.NoError(t, c.ReplaceServer(ctxT(t, 2*time.Minute), leader))
+	require.Equal(t, addrs, c.Addrs())
+
+	cli := zktest.Connect(t, []string{addrs[leader]}, 10*time.Second)
+	_, err = cli.Sync("/")
+	require.NoError(t, err)
+	data, _, err := cli.Get("/zookeeper/config")
+	require.NoError(t, err)
+	require.Contains(t, string(data), fmt.Sprintf("server.%d=", leader+1))
+	require.Equal(t, 3, strings.Count(string(data), "server."), string(data))
 }

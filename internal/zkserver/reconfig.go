@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -107,4 +108,35 @@ func (c *Cluster) members() []*Server {
 		}
 	}
 	return out
+}
+
+// Rejoin starts a server that a reconfig removed again, as a fresh machine
+// at its address: its data wiped, its config listing the current members
+// and itself. It syncs with the leader as a non-voting learner until a
+// reconfig adds it back (the caller's); it returns once it serves.
+func (s *Server) Rejoin(ctx context.Context) error {
+	if s.external || !s.c.cfg.Reconfig {
+		return fmt.Errorf("zktest: Rejoin needs a cluster started here with reconfiguration enabled")
+	}
+	if err := s.kill(); err != nil {
+		return err
+	}
+	old, _ := filepath.Glob(filepath.Join(s.dir, "zoo.cfg*"))
+	for _, f := range append(old, s.dataDir()) {
+		if err := os.RemoveAll(f); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.removed = false
+	s.mu.Unlock()
+	if err := s.writeConfig(); err != nil {
+		return err
+	}
+	if err := s.launch(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.c.cfg.StartTimeout)
+	defer cancel()
+	return s.waitServing(ctx)
 }
