@@ -16,15 +16,19 @@ import (
 )
 
 // What operators do to a running ensemble, with holders holding and
-// waiters waiting: a rolling restart, a member restored from an old backup,
-// lossy links (one ensemble for the three, in turn); and a zxid counter that
-// runs out (TestTokensGrowAcrossZxidRollover).
+// waiters waiting, on one ensemble in turn (a 3-server ensemble costs the
+// suite seconds of CPU to start): a rolling restart, a member restored from
+// an old backup, lossy links, a zxid counter that runs out (every leader
+// starts 1000 short of its end, so the epoch rolls over all along), and a
+// reconfig that moves the ensemble to new servers (reconfig_test.go).
 func TestOperatorFaults(t *testing.T) {
 	t.Parallel()
-	zc := zktest.Start(t, zktest.WithEnsemble(3))
+	zc := zktest.Start(t, zktest.WithEnsemble(3), zktest.WithReconfig(), zktest.WithInitialZxid(0xffffffff-1000))
 	t.Run("rolling", func(t *testing.T) { rollingRestartEndsNoLease(t, zc) })
 	t.Run("lagging", func(t *testing.T) { laggingFollowerRevivesNoLease(t, zc) })
 	t.Run("loss", func(t *testing.T) { lossyLinksKeepExclusion(t, zc) })
+	t.Run("rollover", func(t *testing.T) { tokensGrowAcrossZxidRollovers(t, zc) })
+	t.Run("reconfig", func(t *testing.T) { clientsFollowAnEnsembleMovedByReconfig(t, zc) })
 }
 
 // rollingRestartEndsNoLease restarts every server in turn, the leader last,
@@ -152,14 +156,13 @@ func lossyLinksKeepExclusion(t *testing.T, zc *zktest.Cluster) {
 	t.Logf("%d grants, %d packets lost, %d acquisitions timed out (last: %v)", h.granted, dropped, h.failed, h.lastErr)
 }
 
-// TestTokensGrowAcrossZxidRollover runs holders on an ensemble whose
-// leaders start their zxid counter 100 short of its end: every 100 or so
-// transactions the leader steps down and a new epoch begins. Every later
-// holder's token is larger (it is a creation zxid: the epoch is its high
-// half), no two hold at once, and no node is left.
-func TestTokensGrowAcrossZxidRollover(t *testing.T) {
-	t.Parallel()
-	zc := zktest.Start(t, zktest.WithEnsemble(3), zktest.WithInitialZxid(0xffffffff-100))
+// tokensGrowAcrossZxidRollovers runs holders until the ensemble's epoch
+// has rolled over twice (its leaders start their zxid counter 1000 short of
+// the end: every 1000 or so transactions the leader steps down and a new
+// epoch begins). Every later holder's token is larger (it is a creation
+// zxid: the epoch is its high half), no two hold at once, and no node is
+// left.
+func tokensGrowAcrossZxidRollovers(t *testing.T, zc *zktest.Cluster) {
 	var clients []*zklock.Client
 	for range 3 {
 		clients = append(clients, connectVia(t, zc.Addrs(), zklock.WithSessionTimeout(8*time.Second)))

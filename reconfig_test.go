@@ -12,8 +12,8 @@ import (
 	"github.com/zklock/zklock/zktest"
 )
 
-// TestClientsFollowAnEnsembleMovedByReconfig replaces every server of a
-// 3-server ensemble, one at a time, with a new one on new ports (a reconfig
+// clientsFollowAnEnsembleMovedByReconfig (TestOperatorFaults/reconfig)
+// replaces every server of a 3-server ensemble, one at a time, with a new one on new ports (a reconfig
 // adds it, another removes an old one, which is then stopped), while one
 // client holds, two wait and three cycle a lock. The clients follow
 // /zookeeper/config: they end dialling the new servers only, the holder
@@ -21,9 +21,7 @@ import (
 // under a chroot follows too. A client
 // that does not follow (WithFollowEnsemble(false)) is cut off once the last
 // old server is gone.
-func TestClientsFollowAnEnsembleMovedByReconfig(t *testing.T) {
-	t.Parallel()
-	zc := zktest.Start(t, zktest.WithEnsemble(3), zktest.WithReconfig())
+func clientsFollowAnEnsembleMovedByReconfig(t *testing.T, zc *zktest.Cluster) {
 	old := zc.Addrs()
 	session := zklock.WithSessionTimeout(15 * time.Second)
 	p := lockPath(t)
@@ -57,10 +55,10 @@ func TestClientsFollowAnEnsembleMovedByReconfig(t *testing.T) {
 	h := &holders{}
 	h.explainOnFailure(t, cycling)
 	stop := contend(t, cycling, lockPath(t), h)
-	for i := range 3 {
+	for _, s := range zc.Servers() {
 		_, err := zc.AddServer(ctxTimeout(t, 2*time.Minute))
 		require.NoError(t, err)
-		require.NoError(t, zc.RemoveServer(ctxTimeout(t, 2*time.Minute), i))
+		require.NoError(t, zc.RemoveServer(ctxTimeout(t, 2*time.Minute), s.ID()-1))
 	}
 	moved := zc.Addrs()
 	eventually(t, "every client dials the new servers", func() bool {

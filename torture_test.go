@@ -111,7 +111,10 @@ func tortureSettings(t *testing.T) tortureConfig {
 		t.Fatal(err)
 	}
 	if *tortureSwarm == "" && cfg.duration < fenceMinDuration {
-		sw.fence = false
+		// make test's one-minute run: neither the fence's torture nor the
+		// faults that restart servers one after another (TestOperatorFaults
+		// makes each of those there).
+		sw.fence, sw.rolling, sw.lagging, sw.reconfig = false, false, false, false
 	}
 	cfg.sw = sw
 	return cfg
@@ -974,8 +977,8 @@ func (o *op) reenter(rm *zklock.ReentrantMutex, ctx context.Context, l *zklock.L
 		return true
 	case err == nil:
 		return true
-	case errors.Is(err, zklock.ErrLockLost), errors.Is(err, zklock.ErrClosed):
-		return false
+	case errors.Is(err, zklock.ErrLockLost), errors.Is(err, zklock.ErrClosed), errors.Is(err, zklock.ErrHoldLimit):
+		return false // the hold ended first (with "maxhold", by its limit: a 1-min run met 284 ms passing before a re-entry)
 	default:
 		o.tt.lg.violate("%s: re-entering a held lock on %s failed: %v", o.who, o.path, err)
 		return false

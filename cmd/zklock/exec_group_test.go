@@ -141,7 +141,9 @@ func TestExecSlowReaperSurvivesTheGroupsSIGTERM(t *testing.T) {
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
-	p := startWith(t, []string{reaperDelayEnv + "=1500ms"}, "exec", "--session-timeout", "2s", "--max-hold", "600ms",
+	// A 5 s session: with 2 s, a fresh-clone run's loaded machine let the
+	// session lapse before the next run had queued behind it.
+	p := startWith(t, []string{reaperDelayEnv + "=1500ms"}, "exec", "--session-timeout", "5s", "--max-hold", "600ms",
 		"--grace", "30s", path, "--", "sh", "-c", `trap "" TERM; echo $$ >> $0; `+stubbornChild+`echo started >> $1; wait`, pids, events)
 	waitQueue(t, c, path, 1)
 	waitFile(t, events, "started")

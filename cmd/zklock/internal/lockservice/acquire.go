@@ -225,6 +225,14 @@ func (s *Service) waitFor(ctx, wait context.Context, w http.ResponseWriter, id s
 	for {
 		select {
 		case res := <-done:
+			if res.err == nil && g.cred.ctx.Err() != nil {
+				// Granted as a reload removed the caller's token (the holder
+				// ahead released for that very reason, and this goroutine was
+				// not scheduled in between): the token's end comes first.
+				_ = res.lease.Release(context.Background())
+				s.emit(w, Event{Event: "failed", ID: id, Path: g.path, Code: "failed", Reason: errTokenRemoved.Error()})
+				return nil
+			}
 			if res.err == nil {
 				return res.lease
 			}
