@@ -29,7 +29,7 @@ VETTED = $(filter-out ./fence ./fence/...,$(MODULES))
 # run after the rest: the two sets side by side, each in a process of its
 # own (they share no server, and neither keeps a core busy).
 PAUSE_TEST = TestServerPauseBelowTheBoundEndsNoLease
-COUNT_TESTS = TestKeepAliveCost \
+COUNT_TESTS = TestKeepAliveCost TestKeepAliveBriefHoldsSendNoSync \
 	TestCallerClosingConnectionEndsWaits TestCleanerSparesPathRecreatedAfterItsRead TestCleanerSparesPathRecreatedAfterItsStamp \
 	TestCleanerStampsThenRemoves TestCreateWhoseSessionExpiredBeforeItsSessionWasRead TestElectionRequestCost \
 	TestGuardRevokeRequestCost TestHandOffAfterAReconnectReadsTheOwnNode TestHandOffRefusedWhenTheWaitersNodeWentFirst \

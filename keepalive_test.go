@@ -66,7 +66,6 @@ func TestKeepAliveCost(t *testing.T) {
 // sync at each rise of demand they cost 4 more (measured: 23 packets, 19
 // now).
 func TestKeepAliveBriefHoldsSendNoSync(t *testing.T) {
-	t.Parallel()
 	zc := zktest.Start(t)
 	const session = 2 * time.Second
 	// No cleaner: it would remove the path between cycles and count too.

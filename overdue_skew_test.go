@@ -17,12 +17,14 @@ import (
 // whose clock is right; the leader changes to one whose clock reads 3 s
 // ahead, beyond the grace (half of the waiter's 2 s session timeout); the
 // waiter that queues then breaks the holder 3 s early by real time: at the
-// stamp + limit + grace − skew, inside the holder's limit. One server
+// stamp + limit + grace − skew, inside the holder's limit (12 s, so that a
+// slow restart of the server, 5 s on a loaded machine, still queues the
+// waiter before that moment). One server
 // stands for the leader: Kill, SetClockShift and Restart move ZooKeeper's
 // time as a leader change does.
 func TestBreakOverdueEarlyBySkewBeyondTheGrace(t *testing.T) {
 	t.Parallel()
-	const skew, limit, session = 3 * time.Second, 5 * time.Second, 2 * time.Second
+	const skew, limit, session = 3 * time.Second, 12 * time.Second, 2 * time.Second
 	zc := zktest.Start(t, zktest.WithClockShifts(time.Millisecond)) // libfaketime on, the clock right
 	p := lockPath(t)
 	c := connectVia(t, zc.Addrs(), zklock.WithSessionTimeout(session), zklock.WithBreakOverdue())

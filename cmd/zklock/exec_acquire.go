@@ -68,6 +68,7 @@ func (o *execOpts) acquire(sigs <-chan os.Signal, stderr io.Writer) (*zklock.Cli
 func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acquired {
 	opts := []zklock.Option{zklock.WithSessionTimeout(o.session)}
 	grants := &grantClock{held: map[*grantSpan]bool{}}
+	o.grants = grants
 	if o.maxHold > 0 {
 		opts = append(opts, zklock.WithMaxHold(o.maxHold), zklock.WithTracer(grants))
 	}
@@ -106,9 +107,24 @@ func (o *execOpts) connectAndAcquire(ctx context.Context, stderr io.Writer) acqu
 // with --and the first path taken frees itself first, and exec's limit must
 // run from that grant, not from the end of the whole acquisition. Parts
 // that ended (a multi-lock taking them all again) no longer count.
+//
+// It is also how exec learns, before the library deletes the node, that a
+// part reached the hold limit: Ended runs as the lease ends, before its
+// node's delete is sent, and kills the command's group there (onLimit), so
+// that the group is dead before the next holder can be granted, however
+// late exec's own SIGKILL a tenth before the limit (a timer, as the
+// library's limit is) comes on a loaded machine.
 type grantClock struct {
-	mu   sync.Mutex
-	held map[*grantSpan]bool
+	mu    sync.Mutex
+	held  map[*grantSpan]bool
+	limit func() // kills the command's group; nil while no command runs
+}
+
+// onLimit sets what a part's reaching the hold limit does (nil: nothing).
+func (c *grantClock) onLimit(fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.limit = fn
 }
 
 type grantSpan struct {
@@ -136,7 +152,18 @@ func (s *grantSpan) Context() string   { return "" } // records no trace in the 
 func (s *grantSpan) Queued(int)        {}
 func (s *grantSpan) WaitingFor(string) {}
 func (s *grantSpan) Failed(error)      {}
-func (s *grantSpan) Ended(error)       { s.c.mu.Lock(); delete(s.c.held, s); s.c.mu.Unlock() }
+
+// Ended forgets the part; at the hold limit it first kills the command's
+// group (see grantClock).
+func (s *grantSpan) Ended(err error) {
+	s.c.mu.Lock()
+	delete(s.c.held, s)
+	limit := s.c.limit
+	s.c.mu.Unlock()
+	if limit != nil && errors.Is(err, zklock.ErrHoldLimit) {
+		limit()
+	}
+}
 func (s *grantSpan) Granted(string, int64) zklock.HoldSpan {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()

@@ -156,6 +156,28 @@ func TestExecSlowReaperSurvivesTheGroupsSIGTERM(t *testing.T) {
 	requireNoSurvivor(t, events, "started\n")
 }
 
+// Case 4c: exec's own SIGKILL before --max-hold's limit comes late (a
+// timer on a loaded machine; here 3 s late by a test-only variable), after
+// the library's limit has ended the lease: the group is killed as the lease
+// ends, before its node is deleted, so the next holder finds none of it.
+// (With exec's timer alone, the next holder ran while the first run's
+// processes lived.)
+func TestExecHoldLimitKillsTheGroupBeforeTheNodeGoes(t *testing.T) {
+	t.Parallel()
+	path := lockPath(t)
+	c := connect(t)
+	pids, events := runFiles(t)
+	p := startWith(t, []string{holdKillLateEnv + "=3s"}, "exec", "--max-hold", "1s", "--grace", "30s", path, "--",
+		"sh", "-c", `trap "" TERM; echo $$ >> $0; `+stubbornChild+`echo started >> $1; wait`, pids, events)
+	waitQueue(t, c, path, 1)
+	waitFile(t, events, "started")
+	eventually(t, "two pids", func() bool { b, _ := os.ReadFile(pids); return len(strings.Fields(string(b))) == 2 })
+	next := start(t, "exec", path, "--", "sh", "-c", survivorsCheck, pids, events)
+	require.Equal(t, 0, next.wait(t, 20*time.Second), next.errText())
+	requireNoSurvivor(t, events, "started\n")
+	require.Equal(t, exitHoldLimit, p.wait(t, 20*time.Second), p.errText())
+}
+
 // Case 7: zklock's stderr is a pipe whose reader is gone: writing to it
 // must not kill zklock (SIGPIPE) before the command's leftovers are
 // stopped and the lock released.

@@ -40,8 +40,14 @@ func (o *execOpts) hold(lease *zklock.Lease, sigs <-chan os.Signal, stdout, stde
 	stops, unshield := shieldHolder()
 	defer unshield()
 	g := o.newGroupDeadline(cmd.Process.Pid, lease)
+	if o.grants != nil {
+		o.grants.onLimit(func() { g.signal(syscall.SIGKILL) })
+	}
 	r := o.supervise(cmd, lease, g, sigs, stops, stderr)
 	o.stopLeftovers(g, lease, stderr) // the reaper stays until the group is empty
+	if o.grants != nil {
+		o.grants.onLimit(nil)
+	}
 	g.stop()
 	if foreground {
 		takeTerminal()

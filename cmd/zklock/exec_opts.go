@@ -22,6 +22,7 @@ import (
 // execOpts is one run of exec: its flags and arguments, and what it learns
 // as it runs.
 type execOpts struct {
+	grants  *grantClock // the grants of the lease's parts, and the hold limit's kill (exec_acquire.go)
 	conn    *connFlags
 	paths   []string
 	path    string // the paths, comma-separated, for messages and ZKLOCK_PATH
