@@ -31,50 +31,80 @@ func TestOperatorFaults(t *testing.T) {
 	t.Run("reconfig", func(t *testing.T) { clientsFollowAnEnsembleMovedByReconfig(t, zc) })
 }
 
-// rollingRestartEndsNoLease restarts every server in turn, the leader last,
-// while one client holds and two wait: the holder keeps its lease, the
-// queue keeps its order, and holders cycling on another path never overlap.
-func rollingRestartEndsNoLease(t *testing.T, zc *zktest.Cluster) {
-	session := zklock.WithSessionTimeout(15 * time.Second)
-	p := lockPath(t)
-	holder := connectVia(t, zc.Addrs(), session)
-	l, err := mustMutex(t, holder, p).Acquire(ctxTimeout(t, 30*time.Second))
+// heldQueue is a lock held by one client with two clients queued behind
+// it, all on addrs with a 15 s session: what an operator's action must leave
+// as it found it.
+type heldQueue struct {
+	p       string
+	clients []*zklock.Client // the holder, then the two waiters
+	lease   *zklock.Lease
+	queue   []zklock.Contender // as queued, before the action
+	granted chan *zklock.Lease // the waiters' leases, in the order granted
+}
+
+func newHeldQueue(t *testing.T, addrs []string) *heldQueue {
+	q := &heldQueue{p: lockPath(t), granted: make(chan *zklock.Lease, 2)}
+	holder := connectVia(t, addrs, operatorSession)
+	var err error
+	q.lease, err = mustMutex(t, holder, q.p).Acquire(ctxTimeout(t, 30*time.Second))
 	require.NoError(t, err)
-	granted := make(chan *zklock.Lease, 2)
+	q.clients = append(q.clients, holder)
 	for i := range 2 {
-		w := mustMutex(t, connectVia(t, zc.Addrs(), session), p)
-		ctx := ctxTimeout(t, 3*time.Minute)
+		c := connectVia(t, addrs, operatorSession)
+		q.clients = append(q.clients, c)
+		w, ctx := mustMutex(t, c, q.p), ctxTimeout(t, 5*time.Minute)
 		go func() {
-			wl, err := w.Acquire(ctx)
-			if err == nil {
-				granted <- wl
+			if wl, err := w.Acquire(ctx); err == nil {
+				q.granted <- wl
 			}
 		}()
-		eventually(t, "the waiter queued", func() bool { return len(contenders(t, holder, p)) == i+2 })
+		eventually(t, "the waiter queued", func() bool { return len(contenders(t, holder, q.p)) == i+2 })
 	}
-	queue := contenders(t, holder, p)
+	q.queue = contenders(t, holder, q.p)
+	return q
+}
 
-	var clients []*zklock.Client
-	for range 3 {
-		clients = append(clients, connectVia(t, zc.Addrs(), session))
-	}
-	h := &holders{}
-	h.explainOnFailure(t, clients)
-	stop := contend(t, clients, lockPath(t), h)
-	require.NoError(t, zc.RollingRestart(ctxTimeout(t, 3*time.Minute), 500*time.Millisecond))
-	stop()
+// operatorSession is the session timeout of the clients an operator's
+// action must not cost a lease: longer than an election takes.
+var operatorSession = zklock.WithSessionTimeout(15 * time.Second)
 
-	require.NoError(t, l.Err(), "the holder's lease ended in a rolling restart")
-	require.Equal(t, queue, contenders(t, holder, p), "the queue changed")
-	require.NoError(t, l.Release(ctxTimeout(t, 30*time.Second)))
+// kept checks that the action left the holder its lease and the queue its
+// order, then hands the lock down the queue.
+func (q *heldQueue) kept(t *testing.T, action string) {
+	require.NoError(t, q.lease.Err(), "the holder's lease ended in %s", action)
+	require.Equal(t, q.queue, contenders(t, q.clients[0], q.p), "the queue changed in %s", action)
+	require.NoError(t, q.lease.Release(ctxTimeout(t, 30*time.Second)))
 	for range 2 {
 		select {
-		case wl := <-granted:
+		case wl := <-q.granted:
 			require.NoError(t, wl.Release(ctxTimeout(t, 30*time.Second)))
 		case <-time.After(30 * time.Second):
 			t.Fatal("a waiter was not granted the lock after the holder released")
 		}
 	}
+}
+
+// cyclingClients are three clients on addrs that take and release a lock
+// of their own over and over (contend) until stop.
+func cyclingClients(t *testing.T, addrs []string) ([]*zklock.Client, *holders, func()) {
+	var clients []*zklock.Client
+	for range 3 {
+		clients = append(clients, connectVia(t, addrs, operatorSession))
+	}
+	h := &holders{}
+	h.explainOnFailure(t, clients)
+	return clients, h, contend(t, clients, lockPath(t), h)
+}
+
+// rollingRestartEndsNoLease restarts every server in turn, the leader last,
+// while one client holds and two wait: the holder keeps its lease, the
+// queue keeps its order, and holders cycling on another path never overlap.
+func rollingRestartEndsNoLease(t *testing.T, zc *zktest.Cluster) {
+	q := newHeldQueue(t, zc.Addrs())
+	_, h, stop := cyclingClients(t, zc.Addrs())
+	require.NoError(t, zc.RollingRestart(ctxTimeout(t, 3*time.Minute), 500*time.Millisecond))
+	stop()
+	q.kept(t, "a rolling restart")
 	require.Zero(t, h.overlaps, "two holders at once")
 	require.Zero(t, h.shrinks, "a fencing token went backwards")
 	t.Logf("%d grants on the cycling path, %d acquisitions timed out", h.granted, h.failed)

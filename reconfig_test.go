@@ -13,48 +13,22 @@ import (
 )
 
 // clientsFollowAnEnsembleMovedByReconfig (TestOperatorFaults/reconfig)
-// replaces every server of a 3-server ensemble, one at a time, with a new one on new ports (a reconfig
-// adds it, another removes an old one, which is then stopped), while one
-// client holds, two wait and three cycle a lock. The clients follow
+// replaces every server of a 3-server ensemble, one at a time, with a new
+// one on new ports (a reconfig adds it, another removes an old one, which is
+// then stopped), while one client holds, two wait and three cycle a lock. The clients follow
 // /zookeeper/config: they end dialling the new servers only, the holder
 // keeps its lease and the queue its order, no two hold at once; a client
-// under a chroot follows too. A client
-// that does not follow (WithFollowEnsemble(false)) is cut off once the last
-// old server is gone.
+// under a chroot follows too. A client that does not follow
+// (WithFollowEnsemble(false)) is cut off once the last old server is gone.
 func clientsFollowAnEnsembleMovedByReconfig(t *testing.T, zc *zktest.Cluster) {
 	old := zc.Addrs()
-	session := zklock.WithSessionTimeout(15 * time.Second)
-	p := lockPath(t)
-	holder := connectVia(t, old, session)
-	l, err := mustMutex(t, holder, p).Acquire(ctxTimeout(t, 30*time.Second))
-	require.NoError(t, err)
-	granted := make(chan *zklock.Lease, 2)
-	followers := []*zklock.Client{holder}
-	for i := range 2 {
-		c := connectVia(t, old, session)
-		followers = append(followers, c)
-		w := mustMutex(t, c, p)
-		ctx := ctxTimeout(t, 5*time.Minute)
-		go func() {
-			if wl, err := w.Acquire(ctx); err == nil {
-				granted <- wl
-			}
-		}()
-		eventually(t, "the waiter queued", func() bool { return len(contenders(t, holder, p)) == i+2 })
-	}
-	queue := contenders(t, holder, p)
-	static := connectVia(t, old, session, zklock.WithFollowEnsemble(false))
+	q := newHeldQueue(t, old)
+	static := connectVia(t, old, operatorSession, zklock.WithFollowEnsemble(false))
+	followers := append([]*zklock.Client(nil), q.clients...)
 	// A client under a chroot reads the configuration at its absolute path.
-	followers = append(followers, connectVia(t, []string{strings.Join(old, ",") + "/chrooted"}, session))
-
-	var cycling []*zklock.Client
-	for range 3 {
-		cycling = append(cycling, connectVia(t, old, session))
-	}
+	followers = append(followers, connectVia(t, []string{strings.Join(old, ",") + "/chrooted"}, operatorSession))
+	cycling, h, stop := cyclingClients(t, old)
 	followers = append(followers, cycling...)
-	h := &holders{}
-	h.explainOnFailure(t, cycling)
-	stop := contend(t, cycling, lockPath(t), h)
 	for _, s := range zc.Servers() {
 		_, err := zc.AddServer(ctxTimeout(t, 2*time.Minute))
 		require.NoError(t, err)
@@ -73,24 +47,14 @@ func clientsFollowAnEnsembleMovedByReconfig(t *testing.T, zc *zktest.Cluster) {
 	eventuallyWithin(t, 30*time.Second, "hand-offs on the new servers", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.granted >= before+20 })
 	stop()
 
-	require.NoError(t, l.Err(), "the holder's lease ended while the ensemble moved")
-	require.Equal(t, queue, contenders(t, holder, p), "the queue changed")
-	require.NoError(t, l.Release(ctxTimeout(t, 30*time.Second)))
-	for range 2 {
-		select {
-		case wl := <-granted:
-			require.NoError(t, wl.Release(ctxTimeout(t, 30*time.Second)))
-		case <-time.After(30 * time.Second):
-			t.Fatal("a waiter was not granted the lock after the holder released")
-		}
-	}
+	q.kept(t, "a move of the ensemble")
 	require.Zero(t, h.overlaps, "two holders at once")
 	require.Zero(t, h.shrinks, "a fencing token went backwards")
 
 	require.True(t, sameSet(old, static.Servers()), "a client told not to follow changed its servers: %v", static.Servers())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	_, err = static.Contenders(ctx, p)
+	_, err := static.Contenders(ctx, q.p)
 	require.ErrorIs(t, err, zklock.ErrUnreachable, "a client dialling only removed servers reached the ensemble")
 	t.Logf("%d grants on the cycling path while the ensemble moved from %v to %v", h.granted, old, moved)
 }
