@@ -141,9 +141,10 @@ func TestExecSlowReaperSurvivesTheGroupsSIGTERM(t *testing.T) {
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
-	// A 5 s session: with 2 s, a fresh-clone run's loaded machine let the
-	// session lapse before the next run had queued behind it.
-	p := startWith(t, []string{reaperDelayEnv + "=1500ms"}, "exec", "--session-timeout", "5s", "--max-hold", "600ms",
+	// --max-hold 5s: its SIGTERM at 2.5 s, while the reaper sleeps until 4 s;
+	// the next run has those 2.5 s to queue (with 600 ms, a loaded machine's
+	// race-built start of it came after the limit had freed the lock).
+	p := startWith(t, []string{reaperDelayEnv + "=4s"}, "exec", "--session-timeout", "5s", "--max-hold", "5s",
 		"--grace", "30s", path, "--", "sh", "-c", `trap "" TERM; echo $$ >> $0; `+stubbornChild+`echo started >> $1; wait`, pids, events)
 	waitQueue(t, c, path, 1)
 	waitFile(t, events, "started")
