@@ -20,8 +20,9 @@ import (
 
 // tortureRolloverRun is how many transactions a leader's epoch lasts with
 // "rollover" on (zktest.WithInitialZxid): a few a minute at the torture's
-// rate.
-const tortureRolloverRun = 500
+// rate (500 made one every 3 s: 201 in 10 minutes; 3000 none, the leader
+// changing first).
+const tortureRolloverRun = 2000
 
 // operatorOptions are the ensemble's options for the drawn dimensions:
 // with reconfig, dynamic reconfiguration; with rollover, each leader starts

@@ -121,9 +121,9 @@ type swarmConfig struct {
 	// of the three servers; leaders whose zxid counter runs out every
 	// tortureRolloverRun transactions, so that the epoch rolls over and
 	// tokens must still grow; a follower restored from a backup seconds
-	// old; 1-20 % of one link's packets lost, one way. rolling and
-	// lagging (and reconfig, below) are drawn, like fence, only for runs of
-	// fenceMinDuration or more.
+	// old; 1-20 % of one link's packets lost, one way. rolling, rollover
+	// and lagging (and reconfig, below) are drawn, like fence, only for runs
+	// of fenceMinDuration or more.
 	rolling, rollover, lagging, loss bool
 	// reconfig: the ensemble runs with dynamic reconfiguration, and a
 	// member is now and then removed by a reconfig, wiped and added back by
