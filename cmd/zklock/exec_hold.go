@@ -139,6 +139,7 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, g *groupDeadlin
 	for {
 		select {
 		case r.waitErr = <-exited:
+			o.reportPendingNotes(g, stderr) // the exit may be read before a note sent earlier
 			r.limited, r.killed = g.state()
 			return r
 		case sig := <-sigs:
@@ -173,6 +174,19 @@ func (o *execOpts) reportEnd(lost error, kill time.Duration, stderr io.Writer) {
 	}
 	fmt.Fprintf(stderr, "zklock: lost the lock on %s while the command ran: %s; stopping the command: SIGTERM now, SIGKILL after %v\n",
 		o.path, lossCause(lost), kill.Round(time.Millisecond))
+}
+
+// reportPendingNotes says what the group's deadlines did that the loop has
+// not read yet.
+func (o *execOpts) reportPendingNotes(g *groupDeadline, stderr io.Writer) {
+	for {
+		select {
+		case n := <-g.notes:
+			o.reportNote(n, stderr)
+		default:
+			return
+		}
+	}
 }
 
 // reportNote says what a deadline of the group did (done already).
