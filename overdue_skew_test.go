@@ -46,7 +46,9 @@ func TestBreakOverdueEarlyBySkewBeyondTheGrace(t *testing.T) {
 	require.NoError(t, err)
 	broken := time.Since(stamped)
 	_ = l.Release(ctxTimeout(t, 10*time.Second)) // a 2 s session may have lapsed since; the break is what is measured
-	for _, cs := range contenders(t, c, p) { // zklock's client retries across the restart; the raw one may not
+	// Through zklock's client, which retries across the restart; the raw
+	// one may answer "could not connect to a server".
+	for _, cs := range contenders(t, c, p) {
 		require.NotEqual(t, node, cs.Node, "the holder was not broken")
 	}
 
