@@ -21,8 +21,8 @@ import (
 // SLACK" inside the command's process group, reading a pipe whose other
 // end only zklock holds. zklock writes on it the moment by which the group
 // must be dead (groupDeadline.bound: shortly before the session could
-// expire, the hold limit's SIGKILL, an armed SIGKILL), as a duration from
-// now, each time it changes.
+// expire, the hold limit's SIGKILL, an armed SIGKILL), as Unix nanoseconds
+// (the machine's wall clock, which both read), each time it changes.
 //
 //   - When zklock is gone, the read ends: the reaper sends the group
 //     SIGTERM, then SIGKILL after the grace or at the last moment it was
@@ -126,7 +126,10 @@ func (r *reaper) feed(by time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.done {
-		_, _ = fmt.Fprintf(r.pipe, "%d\n", time.Until(by).Nanoseconds())
+		// The moment itself (wall clock, the machine's own for both), not a
+		// duration: a reaper slow to start reads it late, and a duration
+		// read then would push the deadline out by that delay.
+		_, _ = fmt.Fprintf(r.pipe, "%d\n", by.UnixNano())
 	}
 }
 
@@ -193,7 +196,7 @@ func runReaper(args []string, stderr io.Writer) int {
 	}
 }
 
-// readBounds reads the durations zklock writes; gone closes when zklock's
+// readBounds reads the moments zklock writes, as durations from now; gone closes when zklock's
 // end is closed, after the last duration was taken.
 func readBounds(in io.Reader) (<-chan time.Duration, <-chan struct{}) {
 	bounds, gone := make(chan time.Duration), make(chan struct{})
@@ -202,7 +205,7 @@ func readBounds(in io.Reader) (<-chan time.Duration, <-chan struct{}) {
 		sc := bufio.NewScanner(in)
 		for sc.Scan() {
 			if n, err := strconv.ParseInt(sc.Text(), 10, 64); err == nil {
-				bounds <- time.Duration(n)
+				bounds <- time.Until(time.Unix(0, n)) // < 0: passed already
 			}
 		}
 	}()
