@@ -286,6 +286,11 @@ func (o *execOpts) partTokens(lease *zklock.Lease) string {
 	return b.String()
 }
 
+// killWait is how long the leftovers may take to die of SIGKILL before the
+// lock is released all the same: a killed process needs the CPU to exit,
+// which a loaded machine may withhold for a while.
+const killWait = 5 * time.Second
+
 // stopLeftovers stops what the command left running in its process group
 // (background children, a command killed by SIGKILL with its children
 // alive) before the lock is released, since they would run on without it:
@@ -312,12 +317,16 @@ func (o *execOpts) stopLeftovers(g *groupDeadline, lease *zklock.Lease, stderr i
 		case <-tick.C:
 		}
 		if _, k := g.state(); k && killed.IsZero() {
+			// The SIGKILL is due: send it from here too, since its timer
+			// and the reaper may both run late on a loaded machine, and
+			// count the wait from a signal known sent.
+			g.killNow()
 			killed = time.Now()
 		}
-		if !killed.IsZero() && time.Since(killed) > time.Second {
+		if !killed.IsZero() && time.Since(killed) > killWait {
 			// SIGKILL takes effect when a process leaves uninterruptible
 			// sleep: nothing more can be done from here.
-			fmt.Fprintf(stderr, "zklock: processes of group %d outlived SIGKILL by 1s (uninterruptible sleep?); releasing %s all the same\n", g.pgid, o.path)
+			fmt.Fprintf(stderr, "zklock: processes of group %d outlived SIGKILL by %v (uninterruptible sleep?); releasing %s all the same\n", g.pgid, killWait, o.path)
 			return
 		}
 	}

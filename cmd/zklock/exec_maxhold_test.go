@@ -90,6 +90,6 @@ func TestExecStopsTheCommandsLeftovers(t *testing.T) {
 		require.Equal(t, 0, code, stderr)
 		b, err := os.ReadFile(events)
 		require.NoError(t, err)
-		require.Equal(t, "started\nsecond\n", string(b), "the leftovers outlived the lock")
+		require.Equal(t, "started\nsecond\n", string(b), "the leftovers outlived the lock: %s", p.errText())
 	}
 }
