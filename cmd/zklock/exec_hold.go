@@ -129,9 +129,10 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, g *groupDeadlin
 	go func() { exited <- cmd.Wait() }()
 
 	var (
-		r       supervised
-		leaseUp = lease.Done()
-		asked   <-chan struct{} // --revocable: a request to release
+		r        supervised
+		leaseUp  = lease.Done()
+		asked    <-chan struct{} // --revocable: a request to release
+		termSaid bool            // --max-hold's SIGTERM was reported
 	)
 	if o.revoke {
 		asked = lease.RevokeRequested()
@@ -139,8 +140,13 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, g *groupDeadlin
 	for {
 		select {
 		case r.waitErr = <-exited:
-			o.reportPendingNotes(g, stderr) // the exit may be read before a note sent earlier
+			termSaid = o.reportPendingNotes(g, stderr) || termSaid // the exit may be read before a note sent earlier
 			r.limited, r.killed = g.state()
+			if r.limited && !termSaid {
+				// The SIGTERM's timer was still between its signal and its
+				// note when the exit was read.
+				o.reportNote(noteHoldTerm, stderr)
+			}
 			return r
 		case sig := <-sigs:
 			o.signalled = sig
@@ -160,7 +166,7 @@ func (o *execOpts) supervise(cmd *exec.Cmd, lease *zklock.Lease, g *groupDeadlin
 			r.lost, r.killAfter = lease.Err(), kill
 			o.reportEnd(r.lost, kill, stderr)
 		case n := <-g.notes:
-			o.reportNote(n, stderr)
+			termSaid = o.reportNote(n, stderr) || termSaid
 		}
 	}
 }
@@ -177,25 +183,28 @@ func (o *execOpts) reportEnd(lost error, kill time.Duration, stderr io.Writer) {
 }
 
 // reportPendingNotes says what the group's deadlines did that the loop has
-// not read yet.
-func (o *execOpts) reportPendingNotes(g *groupDeadline, stderr io.Writer) {
+// not read yet; it reports whether --max-hold's SIGTERM was among it.
+func (o *execOpts) reportPendingNotes(g *groupDeadline, stderr io.Writer) (termSaid bool) {
 	for {
 		select {
 		case n := <-g.notes:
-			o.reportNote(n, stderr)
+			termSaid = o.reportNote(n, stderr) || termSaid
 		default:
-			return
+			return termSaid
 		}
 	}
 }
 
-// reportNote says what a deadline of the group did (done already).
-func (o *execOpts) reportNote(n groupNote, stderr io.Writer) {
-	if n == noteHoldTerm {
-		_, kill := holdStops(o.maxHold, o.grace)
-		fmt.Fprintf(stderr, "zklock: the command has held %s for %v of --max-hold %v; stopping it before the limit: SIGTERM now, SIGKILL at %v\n",
-			o.path, time.Since(o.granted).Round(time.Millisecond), o.maxHold, kill)
+// reportNote says what a deadline of the group did (done already); it
+// reports whether that was --max-hold's SIGTERM.
+func (o *execOpts) reportNote(n groupNote, stderr io.Writer) (termSaid bool) {
+	if n != noteHoldTerm {
+		return false
 	}
+	_, kill := holdStops(o.maxHold, o.grace)
+	fmt.Fprintf(stderr, "zklock: the command has held %s for %v of --max-hold %v; stopping it before the limit: SIGTERM now, SIGKILL at %v\n",
+		o.path, time.Since(o.granted).Round(time.Millisecond), o.maxHold, kill)
+	return true
 }
 
 // finish settles the lock once the command has exited: it releases the lease
