@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: dbs test vet build-fence test-main test-pause test-counts test-fast torture torture-fence bench bench-scale zk interop demo container rehearse
+.PHONY: dbs test vet build-fence test-main test-pause test-counts test-exec test-fast torture torture-fence bench bench-scale zk interop demo container rehearse
 
 # The packages of this module and of the metrics adapters, three test
 # binaries at a time (-p 3), each running up to three of its tests at once
@@ -39,18 +39,35 @@ COUNT_TESTS = TestKeepAliveCost TestKeepAliveBriefHoldsSendNoSync \
 	TestRWMutexReleaseWakesExactlyWhomItFrees TestRWMutexWriterWaitsForCuratorsDowngradedReader TestReentrantSameGoroutine \
 	TestRequestCostHandOffs TestRequestCostPerPrimitive TestRequestCostUncontended \
 	TestRevokeHeardWhenTheRewatchReadIsLost TestSemaphoreAcquireNCost
+# EXEC_TESTS: zklock exec's tests of its process group (exec_group*_test.go,
+# exec_maxhold_test.go): each bounds how soon a signal takes effect
+# (a reaper's SIGKILL half a second before a 5 s session may expire, a
+# --max-hold stop before its limit), which a machine starved by the main
+# run missed, one test or another in most fresh-clone runs. They run after
+# the quiet tests, alone.
+EXEC_TESTS = TestExecMaxHoldKillsLeftoversBeforeTheLimit TestExecOncePerLeftoverRunSucceeds \
+	TestExecNegativeMaxHoldRefused TestExecKilledReaperBeatsTheSession TestExecSlowReaperSurvivesTheGroupsSIGTERM \
+	TestExecHoldLimitKillsTheGroupBeforeTheNodeGoes TestExecBrokenStderrStillStopsLeftovers \
+	TestExecSeveralPathsLimitFromTheFirstGrant TestExecStoppedHolderReaperKills \
+	TestExecLeftoversGetTheGraceWhileTheLockHolds TestExecCutOffKillsBeforeTheSessionExpires \
+	TestExecFalseLossKillsBeforeTheNextHolder TestExecBrokenStderrWhileWaitingExitsAsUsual \
+	TestExecTostopDoesNotStopTheHolder TestExecCtrlZIsRefused TestExecMaxHoldStopsTheCommand \
+	TestExecMaxHoldNoRunOutlivesItsLock TestExecStopsTheCommandsLeftovers
 empty :=
 space := $(empty) $(empty)
 anyOf = ^($(subst $(space),|,$(strip $(1))))$$
-QUIET = $(call anyOf,$(PAUSE_TEST) $(COUNT_TESTS))
+QUIET = $(call anyOf,$(PAUSE_TEST) $(COUNT_TESTS) $(EXEC_TESTS))
 test: zk interop dbs
 	$(MAKE) --no-print-directory -j3 vet test-main rehearse
 	$(MAKE) --no-print-directory -j2 test-pause test-counts
+	$(MAKE) --no-print-directory test-exec
 
 test-pause:
 	$(GO) test -race -count=1 -timeout 5m -run '$(call anyOf,$(PAUSE_TEST))' .
 test-counts:
 	$(GO) test -race -count=1 -timeout 5m -run '$(call anyOf,$(COUNT_TESTS))' .
+test-exec:
+	$(GO) test -race -count=1 -timeout 5m -run '$(call anyOf,$(EXEC_TESTS))' ./cmd/zklock
 
 # vet runs beside the main run (it type-checks from the build cache the run
 # fills anyway).

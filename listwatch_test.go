@@ -135,7 +135,7 @@ func TestListWatchedRefusedReleaseKeepsLeaseWatched(t *testing.T) {
 	m := mustMutex(t, connect(t, zklock.WithCleanupDelay(0)), p)
 	// The path held at once twice, the next acquisition expects to and
 	// watches through its listing; but a create slow to reach the socket
-	// (over 20 ms, a loaded machine) has its listing sent ahead of it, and
+	// (over 250 ms, a starved process) has its listing sent ahead of it, and
 	// that acquisition lists again and reads its node: acquire again then.
 	var l *zklock.Lease
 	for i := 0; ; i++ {

@@ -135,7 +135,7 @@ func (q *queueNode) create(ctx context.Context) (createdNode, <-chan result[firs
 	data := q.owner.marshal()
 	r := c.retrier(ctx, q.sess)
 	for {
-		created, listed := c.sendCreate(q.path, prefix, q.guid, data, q.watchListing)
+		created, listed := c.sendCreate(ctx, q.path, prefix, q.guid, data, q.watchListing)
 		var res result[createdNode]
 		select {
 		case res = <-created:
@@ -184,7 +184,7 @@ func (q *queueNode) create(ctx context.Context) (createdNode, <-chan result[firs
 // the listing right behind it: ZooKeeper runs one session's requests in
 // order, so the listing sees the new node, and both replies come back in one
 // round trip.
-func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte, watch bool) (<-chan result[createdNode], <-chan result[firstListing]) {
+func (c *Client) sendCreate(ctx context.Context, lockPath, prefix, guid string, data []byte, watch bool) (<-chan result[createdNode], <-chan result[firstListing]) {
 	var sent *wire.Expectation
 	if c.wire != nil {
 		sent = c.wire.Expect(guid)
@@ -216,19 +216,31 @@ func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte, watch bo
 		return created, nil
 	}
 	written := sent.Seen()
-	// Usually the create is on the socket within microseconds; the cap only
-	// matters while go-zookeeper reconnects. A listing sent before the
-	// create would not see the node and cost a second listing, which is why
-	// the wait is for this create's packet, not for any of the client's.
+	// Usually the create is on the socket within microseconds. A listing
+	// sent before the create would not see the node and cost a second
+	// listing (and the lease a read of its node), which is why the wait is
+	// for this create's packet, not for any of the client's. Waiting costs
+	// nothing: the acquisition needs the create's reply, which comes after
+	// the packet. The cap only bounds a packet never seen; 20 ms was too
+	// short for a CPU-starved process, whose create went out after it.
 	t := createWaits.Get().(*time.Timer)
-	t.Reset(20 * time.Millisecond)
+	t.Reset(createSentCap)
+	gaveUp := false // the caller gives up on the create: no listing
 	select {
 	case <-written:
 	case <-t.C:
 		c.wire.Forget(guid)
+	case <-ctx.Done():
+		gaveUp = true
+	case <-c.closing:
+		gaveUp = true
 	}
 	t.Stop() // since Go 1.23, a stopped timer's channel holds nothing stale
 	createWaits.Put(t)
+	if gaveUp {
+		c.wire.Forget(guid)
+		return created, nil
+	}
 	listed := goCall(c, func() (firstListing, error) {
 		if watch {
 			children, _, ev, err := c.conn.ChildrenW(lockPath)
@@ -239,6 +251,10 @@ func (c *Client) sendCreate(lockPath, prefix, guid string, data []byte, watch bo
 	})
 	return created, listed
 }
+
+// createSentCap is how long a listing waits for its create's packet to
+// leave.
+const createSentCap = 250 * time.Millisecond
 
 // createWaits are the stopped timers of sendCreate's wait, shared by every
 // client: a timer a create saves (about 200 bytes each).
