@@ -68,7 +68,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		c.Close()
 		return nil, connectError(addrs, err, cause)
 	}
-	c.followEnsemble(cctx, addrs)
+	followEnsemble(cctx, c, addrs)
 	return c, nil
 }
 

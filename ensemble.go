@@ -86,10 +86,17 @@ func (cfg ensembleConfig) followable(addrs []string) bool {
 	return len(addrs) > 0
 }
 
-// followEnsemble reads the configuration once (within ctx) and, when the
-// client may follow it (WithFollowEnsemble, a dialler of zklock's own, a
-// followable config), starts the goroutine that follows it.
-func (c *Client) followEnsemble(ctx context.Context, addrs []string) {
+// ensembleTracker follows the ensemble's configuration for one client: it
+// owns the configuration last followed, and runs until the client closes.
+type ensembleTracker struct {
+	c   *Client
+	cfg ensembleConfig
+}
+
+// followEnsemble reads the configuration once (within ctx) and, when c may
+// follow it (WithFollowEnsemble, a dialler of zklock's own, a followable
+// config), starts the goroutine that follows it.
+func followEnsemble(ctx context.Context, c *Client, addrs []string) {
 	if !c.opts.followEnsemble || c.wire == nil {
 		return
 	}
@@ -106,26 +113,27 @@ func (c *Client) followEnsemble(ctx context.Context, addrs []string) {
 		c.log.Debug("zklock: not following the ensemble's configuration: it does not list the servers given with their client addresses", "config", string(data))
 		return
 	}
-	c.useServers(cfg)
-	c.spawn(func() { c.trackEnsemble(cfg) })
+	t := &ensembleTracker{c: c, cfg: cfg}
+	t.use()
+	c.spawn(t.run)
 }
 
-// trackEnsemble watches the configuration until Close, and gives the
+// run watches the configuration until the client closes, and gives the
 // dialler each new list of servers.
-func (c *Client) trackEnsemble(cfg ensembleConfig) {
+func (t *ensembleTracker) run() {
+	c := t.c
 	for {
-		data, watch, err := c.readConfigW()
+		data, watch, err := t.readW()
 		switch classify(err) {
 		case errNone:
-			if next, ok := parseEnsembleConfig(data); ok && next.version != cfg.version {
-				cfg = next
-				c.useServers(cfg)
+			if next, ok := parseEnsembleConfig(data); ok && next.version != t.cfg.version {
+				t.cfg = next
+				t.use()
 			}
 		case errRefused, errStop:
-			if c.isClosed() {
-				return
+			if !c.isClosed() {
+				c.log.Warn("zklock: no longer following the ensemble's configuration", "err", err)
 			}
-			c.log.Warn("zklock: no longer following the ensemble's configuration", "err", err)
 			return
 		default: // the connection or the session: read again once it is back
 			select {
@@ -143,13 +151,14 @@ func (c *Client) trackEnsemble(cfg ensembleConfig) {
 	}
 }
 
-// readConfigW reads the configuration and sets a watch on it, or gives up
-// with ErrClosed when the client closes first.
-func (c *Client) readConfigW() ([]byte, <-chan zk.Event, error) {
+// readW reads the configuration and sets a watch on it, or gives up with
+// ErrClosed when the client closes first.
+func (t *ensembleTracker) readW() ([]byte, <-chan zk.Event, error) {
 	type read struct {
 		data  []byte
 		watch <-chan zk.Event
 	}
+	c := t.c
 	r, err := await(context.Background(), c, goCall(c, func() (read, error) {
 		data, _, watch, err := c.conn.GetW(configNode)
 		return read{data, watch}, err
@@ -157,16 +166,17 @@ func (c *Client) readConfigW() ([]byte, <-chan zk.Event, error) {
 	return r.data, r.watch, err
 }
 
-// useServers hands cfg's client addresses to the dialler.
-func (c *Client) useServers(cfg ensembleConfig) {
-	if slices.Equal(c.wire.Servers(), cfg.clients) {
+// use hands the followed configuration's client addresses to the dialler.
+func (t *ensembleTracker) use() {
+	w, servers := t.c.wire, t.cfg.clients
+	if slices.Equal(w.Servers(), servers) {
 		return
 	}
-	if err := c.wire.SetServers(cfg.clients); err != nil {
-		c.log.Warn("zklock: the ensemble's new servers could not be used", "servers", cfg.clients, "err", err)
+	if err := w.SetServers(servers); err != nil {
+		t.c.log.Warn("zklock: the ensemble's new servers could not be used", "servers", servers, "err", err)
 		return
 	}
-	c.log.Info("zklock: following the ensemble's configuration", "servers", cfg.clients, "version", cfg.version)
+	t.c.log.Info("zklock: following the ensemble's configuration", "servers", servers, "version", t.cfg.version)
 }
 
 // Servers returns the addresses the client dials: those it was given, or,
