@@ -6,3 +6,6 @@ func SetBeforeLaunch(f func(addrs []string)) (restore func()) {
 	testHookBeforeLaunch = f
 	return func() { testHookBeforeLaunch = nil }
 }
+
+// ReconfigApplied is reconfigApplied, for its pure test.
+var ReconfigApplied = reconfigApplied

@@ -108,17 +108,47 @@ func (c *Cluster) reconfig(ctx context.Context, addrs, joining, leaving []string
 		if !sleepCtx(ctx, 200*time.Millisecond) {
 			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
 		}
+		// A reconfig whose reply was lost may have been made: a second one
+		// would find nothing to change.
+		if data, _, gerr := conn.Get("/zookeeper/config"); gerr == nil && reconfigApplied(string(data), joining, leaving) {
+			return nil
+		}
 	}
 }
 
 // retryReconfig reports a reconfig failure that a moment later may not
-// repeat: a dropped connection, or ZooKeeper's ZRECONFIGINPROGRESS (-14) and
+// repeat: a dropped connection (go-zookeeper's "could not connect to a
+// server" when a reconnection went once round every address, as when the
+// leader leaves), or ZooKeeper's ZRECONFIGINPROGRESS (-14) and
 // ZNEWCONFIGNOQUORUM (-13, the joiner not yet synced), which go-zookeeper
 // has no error values for.
 func retryReconfig(err error) bool {
 	msg := err.Error()
-	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionMoved) ||
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrNoServer) ||
 		strings.HasSuffix(msg, "-13") || strings.HasSuffix(msg, "-14")
+}
+
+// reconfigApplied reports whether the configuration config has every
+// joining member's server line and none of the leaving ids'.
+func reconfigApplied(config string, joining, leaving []string) bool {
+	ids := map[string]bool{}
+	for _, line := range strings.Split(config, "\n") {
+		if key, _, ok := strings.Cut(line, "="); ok && strings.HasPrefix(key, "server.") {
+			ids[strings.TrimPrefix(key, "server.")] = true
+		}
+	}
+	for _, m := range joining {
+		key, _, _ := strings.Cut(m, "=")
+		if !ids[strings.TrimPrefix(key, "server.")] {
+			return false
+		}
+	}
+	for _, id := range leaving {
+		if ids[id] {
+			return false
+		}
+	}
+	return true
 }
 
 // waitSession waits for a session on events.
