@@ -4,7 +4,8 @@
 # kazoo for Debian's python3, and jq, with which the docs' job-monitoring
 # query runs in a test, and faketime (libfaketime), with which a test starts
 # ZooKeeper servers whose clocks disagree, and nft (nftables), with which
-# zktest.Loss drops loopback packets. Idempotent: does nothing when all
+# zktest.Loss drops loopback packets, and curl, which the docs' examples of
+# zklock serve and its heartbeat test drive. Idempotent: does nothing when all
 # are there. The tests look for them in the same places:
 #   Curator:   /usr/share/java/curator-{recipes,framework,client}.jar (Debian)
 #   javac:     $JAVA_HOME/bin/javac, else javac on $PATH
@@ -13,6 +14,7 @@
 #              (Debian's libfaketime, which the faketime package pulls in),
 #              /usr/lib/faketime or /usr/local/lib/faketime (a source build)
 #   nft:       on $PATH, else /usr/sbin/nft
+#   curl:      on $PATH
 set -eu
 
 say() { echo "install-interop: $*"; }
@@ -43,13 +45,14 @@ have_kazoo || pkgs="$pkgs python3-kazoo"
 command -v jq >/dev/null 2>&1 || pkgs="$pkgs jq"
 have_faketime || pkgs="$pkgs faketime"
 have_nft || pkgs="$pkgs nftables"
+command -v curl >/dev/null 2>&1 || pkgs="$pkgs curl"
 if [ -z "$pkgs" ]; then
-	say "Curator, javac, kazoo, jq, faketime and nft already installed; nothing to do"
+	say "Curator, javac, kazoo, jq, faketime, nft and curl already installed; nothing to do"
 	exit 0
 fi
 
 command -v apt-get >/dev/null 2>&1 ||
-	die "apt-get not available: install$pkgs yourself (Curator 5 jars in /usr/share/java, a JDK, kazoo for /usr/bin/python3, libfaketime, nftables)"
+	die "apt-get not available: install$pkgs yourself (Curator 5 jars in /usr/share/java, a JDK, kazoo for /usr/bin/python3, libfaketime, nftables, curl)"
 SUDO=
 if [ "$(id -u)" != 0 ]; then
 	command -v sudo >/dev/null 2>&1 || die "not root and no sudo: run this script as root"

@@ -65,7 +65,7 @@ func TestServeDocExamples(t *testing.T) {
 	}
 	need := func(t *testing.T, interpreter, how string) {
 		if _, err := exec.LookPath(interpreter); err != nil {
-			t.Skipf("%s is not installed (no %s in $PATH), so this example is not run: %s", interpreter, interpreter, how)
+			t.Fatalf("%s is not installed (no %s in $PATH), so this example cannot run: %s (make test installs it)", interpreter, interpreter, how)
 		}
 	}
 	c := connect(t)
@@ -114,7 +114,7 @@ func TestServeDocExamples(t *testing.T) {
 		}},
 		{"a lease with curl", "/v1/lease/grant", func(t *testing.T, code string) {
 			if _, err := exec.LookPath("curl"); err != nil {
-				t.Skip("curl is not installed: the curl examples need it")
+				t.Fatal("curl is not installed: the curl examples need it; make interop (scripts/install-interop.sh) installs it")
 			}
 			// The steps: hold /locks/deploy for 3 TTLs, and show that it is held meanwhile.
 			steps := "sleep 4; zklock status /locks/deploy"
@@ -138,7 +138,7 @@ func TestServeDocExamples(t *testing.T) {
 		}},
 		{"looking with curl", "curl -s 'http://127.0.0.1:7070/v1/lock/status?path=/locks/report'", func(t *testing.T, code string) {
 			if _, err := exec.LookPath("curl"); err != nil {
-				t.Skip("curl is not installed: the curl examples need it")
+				t.Fatal("curl is not installed: the curl examples need it; make interop (scripts/install-interop.sh) installs it")
 			}
 			release := mutexHeld(t, c, "/locks/report")
 			defer release()

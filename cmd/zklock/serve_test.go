@@ -129,7 +129,7 @@ func TestExecHTTP(t *testing.T) {
 func TestServeUnix(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed (no curl in $PATH): this test drives it")
+		t.Fatal("curl is not installed (no curl in $PATH): this test drives it; make interop (scripts/install-interop.sh) installs it")
 	}
 	sock := filepath.Join(t.TempDir(), "zklock.sock")
 	p := start(t, "serve", "--unix", sock, "--heartbeat", "100ms")

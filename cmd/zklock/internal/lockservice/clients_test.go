@@ -40,7 +40,7 @@ func curl(t *testing.T, args ...string) string {
 func TestCurl(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed (no curl in $PATH): the curl-driven test needs it")
+		t.Fatal("curl is not installed (no curl in $PATH): the curl-driven test needs it; make interop (scripts/install-interop.sh) installs it")
 	}
 	s := serve(t, lockservice.Config{Prefix: "/zklock-serve-test", Tokens: map[string]string{"s3cret": "curl"}, Heartbeat: time.Hour}) // the stream's lines counted below
 	p := lockPath(t)
@@ -132,12 +132,12 @@ func langs(t *testing.T) []lang {
 	}
 }
 
-// eachLang runs f for each client, skipping one whose interpreter is absent.
+// eachLang runs f for each client; an absent interpreter fails the test.
 func eachLang(t *testing.T, f func(t *testing.T, l lang)) {
 	for _, l := range langs(t) {
 		t.Run(l.name, func(t *testing.T) {
 			if _, err := exec.LookPath(l.interpreter); err != nil {
-				t.Skipf("%s is not installed (no %s in $PATH), so the %s client is not tested: %s", l.interpreter, l.interpreter, l.name, l.how)
+				t.Fatalf("%s is not installed (no %s in $PATH), so the %s client cannot be tested: %s (make test installs it)", l.interpreter, l.interpreter, l.name, l.how)
 			}
 			f(t, l)
 		})

@@ -194,7 +194,7 @@ func TestHeartbeatsKeepStreamsThroughAnIdleTimeout(t *testing.T) {
 func TestHeartbeatFindsACallerThatStoppedReading(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed (no curl in $PATH): this test drives it")
+		t.Fatal("curl is not installed (no curl in $PATH): this test drives it; make interop (scripts/install-interop.sh) installs it")
 	}
 	run := func(t *testing.T, heartbeat time.Duration) (*served, string, *exec.Cmd, string) {
 		s := serve(t, lockservice.Config{Heartbeat: heartbeat})
