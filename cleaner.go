@@ -187,39 +187,67 @@ func (cl *cleaner) scheduleLocked(lockPath string) {
 		cl.wg.Add(1)
 		cl.mu.Unlock()
 		defer cl.wg.Done()
-		cl.clean(lockPath)
+		if cl.clean(lockPath) == cleanUnanswered {
+			cl.log.Debug("zklock: cleanup unanswered; trying again after the delay", "path", lockPath)
+			cl.schedule(lockPath)
+		}
 	})
+}
+
+// A cleanup's outcome.
+type cleanOutcome int
+
+const (
+	cleanDone       cleanOutcome = iota // removed, or in use: nothing left to do
+	cleanUnanswered                     // a request went unanswered: the node's state is unknown
+)
+
+// unanswered reports a request that failed for want of an answer (a cut
+// connection, an expired session: the next session may delete the node),
+// not because of the node, nor because the client closed.
+func unanswered(err error) bool {
+	return classify(err) == errConnection || errors.Is(err, zk.ErrSessionExpired)
 }
 
 // clean deletes lockPath if it is empty, then its empty ancestors below the
 // root, stopping at the first node that is in use. A missing node is passed
 // over: a create of the lock path that failed half-way leaves ancestors that
 // never had a child, which the server does not remove even as containers.
-func (cl *cleaner) clean(lockPath string) {
+// A cleanup whose request went unanswered is tried again (cleanUnanswered):
+// a path that never had a child (made for a caller that then gave up, or
+// refused as nested and its delete unanswered) is one the server never
+// removes, and a nested one keeps its enclosing lock path refused to all.
+func (cl *cleaner) clean(lockPath string) cleanOutcome {
 	for p := lockPath; cl.mayRemove(p, lockPath); p = path.Dir(p) {
 		if p == "/" || p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/") {
-			return
+			return cleanDone
 		}
-		if !cl.cleanOne(p) {
-			return
+		gone, err := cl.cleanOne(p)
+		if unanswered(err) {
+			return cleanUnanswered
+		}
+		if !gone {
+			return cleanDone
 		}
 	}
+	return cleanDone
 }
 
-// cleanOne deletes p if it is an empty node this client made; true if p is
-// gone now (go on to its parent), false to stop.
-func (cl *cleaner) cleanOne(p string) bool {
+// cleanOne deletes p if it is an empty node this client made; gone is true
+// if p is gone now (go on to its parent). err is the request's failure
+// that left p's state unknown, if any.
+func (cl *cleaner) cleanOne(p string) (gone bool, err error) {
 	ok, stat, err := cl.conn.Exists(p)
 	if err == nil && !ok {
-		return true
+		return true, nil
 	}
 	cleanerRead(p)
 	if err != nil || !cl.removable(p, stat) {
-		return false
+		return false, err
 	}
 	if stat.Version == 0 {
-		if stat = cl.stamp(p, stat); stat == nil {
-			return false
+		if stat, err = cl.stamp(p, stat); stat == nil {
+			return false, err
 		}
 		cleanerRead(p)
 	}
@@ -228,15 +256,16 @@ func (cl *cleaner) cleanOne(p string) bool {
 		cl.forget(p)
 		cl.log.Debug("zklock: removed empty lock path", "path", p)
 		cl.metrics.CleanerDeleted(p)
-		return true
+		return true, nil
 	case errors.Is(err, zk.ErrNoNode):
 		cl.forget(p) // someone else cleaned it
 	case errors.Is(err, zk.ErrNotEmpty), errors.Is(err, zk.ErrBadVersion):
 		// in use again, or made again by someone else
 	default:
 		cl.log.Debug("zklock: cleanup skipped", "path", p, "err", err)
+		return false, err
 	}
-	return false
+	return false, nil
 }
 
 // removable reports whether stat, read at p, is an empty persistent node
@@ -254,22 +283,25 @@ func (cl *cleaner) removable(p string, stat *zk.Stat) bool {
 // reached: if that is such a new node, the write only moved its version
 // (its data is empty, as Curator, kazoo and zklock make lock paths) and
 // nothing is deleted.
-func (cl *cleaner) stamp(p string, read *zk.Stat) *zk.Stat {
+// err is the write's failure when it was not answered.
+func (cl *cleaner) stamp(p string, read *zk.Stat) (*zk.Stat, error) {
 	stat, err := cl.conn.Set(p, []byte{}, 0)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		cl.forget(p)
-		return nil
-	case err != nil: // written meanwhile, or no answer: left for later
-		return nil
+		return nil, nil
+	case unanswered(err): // tried again later (clean)
+		return nil, err
+	case err != nil: // written meanwhile
+		return nil, nil
 	case !cl.isMine(p, stat.Czxid):
 		cl.forgetNode(p, read.Czxid)
 		cl.log.Debug("zklock: cleanup skipped: path made again by someone else", "path", p)
-		return nil
+		return nil, nil
 	case !cl.removable(p, stat):
-		return nil
+		return nil, nil
 	}
-	return stat
+	return stat, nil
 }
 
 // testHookCleanerRead, set only by tests, runs after each read of a node's
@@ -300,12 +332,26 @@ func (cl *cleaner) close(ctx context.Context) {
 		defer cl.wg.Done()
 		defer close(done)
 		for _, p := range paths {
-			cl.clean(p)
+			cl.cleanWhile(ctx, p)
 		}
 	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
+	}
+}
+
+// cleanWhile cleans p, again while its requests go unanswered and ctx
+// lasts: Close's is the last chance for a path that never had a child.
+func (cl *cleaner) cleanWhile(ctx context.Context, p string) {
+	for cl.clean(p) == cleanUnanswered {
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
 	}
 }
 

@@ -1,8 +1,12 @@
 package zklock_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,4 +143,51 @@ func TestCleanerRemovesAncestorCreatedWhileClosing(t *testing.T) {
 	proxy.Resume() // the create's reply comes after Close began
 	<-closed
 	waitGone(t, obs, top)
+}
+
+// A cleanup whose requests go unanswered (the client cut off from every
+// server when its delay ends) is tried again after the delay, and removes
+// the path once the client is back: dropped, it left paths that never had a
+// child for good (the server removes none), and a lock path refused as
+// nested kept the one it lies in refused to every caller.
+func TestCleanerTriesAgainACleanupThatWentUnanswered(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	logs := &lockedBuffer{}
+	obs := observer(t)
+	proxy := zktest.NewProxy(t, cluster.Addrs()...)
+	c := connectVia(t, []string{proxy.Addr()}, zklock.WithCleanupRoot("/"), zklock.WithCleanupDelay(300*time.Millisecond),
+		zklock.WithMetrics(rec), zklock.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	top := fmt.Sprintf("/zklock-settle-%d", pathSeq.Add(1))
+	l, err := mustMutex(t, c, top+"/lock").Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
+	proxy.Block(true)
+	proxy.Cut()
+	eventually(t, "the cleanup went unanswered", func() bool { return strings.Contains(logs.String(), "cleanup unanswered") })
+	ok, _, err := obs.Exists(top + "/lock")
+	require.NoError(t, err)
+	require.True(t, ok, "the path is there while the client is cut off")
+
+	proxy.Block(false)
+	waitGone(t, obs, top)
+	cleanedBy(t, rec, top+"/lock", top)
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
