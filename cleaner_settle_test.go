@@ -1,12 +1,10 @@
 package zklock_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -153,7 +151,7 @@ func TestCleanerRemovesAncestorCreatedWhileClosing(t *testing.T) {
 func TestCleanerTriesAgainACleanupThatWentUnanswered(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
-	logs := &lockedBuffer{}
+	logs := &tailBuffer{}
 	obs := observer(t)
 	proxy := zktest.NewProxy(t, cluster.Addrs()...)
 	c := connectVia(t, []string{proxy.Addr()}, zklock.WithCleanupRoot("/"), zklock.WithCleanupDelay(300*time.Millisecond),
@@ -172,22 +170,4 @@ func TestCleanerTriesAgainACleanupThatWentUnanswered(t *testing.T) {
 	proxy.Block(false)
 	waitGone(t, obs, top)
 	cleanedBy(t, rec, top+"/lock", top)
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

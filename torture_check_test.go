@@ -148,15 +148,6 @@ func (lg *ledger) grant(r *leaseRec) {
 	lg.leases = append(lg.leases, r)
 }
 
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 func (lg *ledger) setToken(r *leaseRec, token int64) {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()

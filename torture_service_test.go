@@ -112,28 +112,6 @@ type leaseCaller struct {
 	silence atomic.Bool // no more keep-alives
 }
 
-// tailBuffer keeps the last 64 KiB written to it (the service's stderr).
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > 64<<10 {
-		b.buf = b.buf[len(b.buf)-64<<10:]
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
-}
-
 // buildService builds cmd/zklock into dir, with the race detector if it can.
 func buildService(t interface{ Fatalf(string, ...any) }, dir string) string {
 	bin := filepath.Join(dir, "zklock")
