@@ -32,11 +32,16 @@ type cleaner struct {
 	metrics Metrics
 	delay   time.Duration
 	root    string
+	// connEnded is closed when the connection has ended for good (the
+	// caller closed its own, or Close): a request then fails at once, and
+	// is not tried again.
+	connEnded <-chan struct{}
 
-	mu      sync.Mutex
-	closed  bool
-	pending map[string]*time.Timer
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	closed   bool
+	closeCtx context.Context // Close's bound on the last cleanups, once closed
+	pending  map[string]*time.Timer
+	wg       sync.WaitGroup
 
 	// mine holds the nodes this client created, by creation zxid: the
 	// cleaner deletes only those. A node another library created (kazoo's
@@ -48,8 +53,8 @@ type cleaner struct {
 	mine   map[string]int64
 }
 
-func newCleaner(conn *zk.Conn, o options) *cleaner {
-	return &cleaner{conn: conn, log: o.logger, metrics: o.metrics, delay: o.cleanupDelay, root: o.cleanupRoot,
+func newCleaner(conn *zk.Conn, connEnded <-chan struct{}, o options) *cleaner {
+	return &cleaner{conn: conn, connEnded: connEnded, log: o.logger, metrics: o.metrics, delay: o.cleanupDelay, root: o.cleanupRoot,
 		pending: make(map[string]*time.Timer), mine: make(map[string]int64)}
 }
 
@@ -158,13 +163,13 @@ func (cl *cleaner) scheduleOrClean(lockPath string) {
 		return
 	}
 	cl.mu.Lock()
-	closed := cl.closed
+	closed, ctx := cl.closed, cl.closeCtx
 	if !closed {
 		cl.scheduleLocked(lockPath)
 	}
 	cl.mu.Unlock()
 	if closed {
-		cl.clean(lockPath)
+		cl.cleanWhile(ctx, lockPath)
 	}
 }
 
@@ -189,7 +194,7 @@ func (cl *cleaner) scheduleLocked(lockPath string) {
 		defer cl.wg.Done()
 		if cl.clean(lockPath) == cleanUnanswered {
 			cl.log.Debug("zklock: cleanup unanswered; trying again after the delay", "path", lockPath)
-			cl.schedule(lockPath)
+			cl.scheduleOrClean(lockPath) // Close may have begun meanwhile: then within its bound
 		}
 	})
 }
@@ -204,9 +209,9 @@ const (
 
 // unanswered reports a request that failed for want of an answer (a cut
 // connection, an expired session: the next session may delete the node),
-// not because of the node, nor because the client closed.
-func unanswered(err error) bool {
-	return classify(err) == errConnection || errors.Is(err, zk.ErrSessionExpired)
+// not because of the node, nor because the connection has ended for good.
+func (cl *cleaner) unanswered(err error) bool {
+	return (classify(err) == errConnection || errors.Is(err, zk.ErrSessionExpired)) && !isDone(cl.connEnded)
 }
 
 // clean deletes lockPath if it is empty, then its empty ancestors below the
@@ -223,7 +228,7 @@ func (cl *cleaner) clean(lockPath string) cleanOutcome {
 			return cleanDone
 		}
 		gone, err := cl.cleanOne(p)
-		if unanswered(err) {
+		if cl.unanswered(err) {
 			return cleanUnanswered
 		}
 		if !gone {
@@ -290,7 +295,7 @@ func (cl *cleaner) stamp(p string, read *zk.Stat) (*zk.Stat, error) {
 	case errors.Is(err, zk.ErrNoNode):
 		cl.forget(p)
 		return nil, nil
-	case unanswered(err): // tried again later (clean)
+	case cl.unanswered(err): // tried again later (clean)
 		return nil, err
 	case err != nil: // written meanwhile
 		return nil, nil
@@ -318,7 +323,7 @@ func cleanerRead(p string) {
 // and refuses new ones.
 func (cl *cleaner) close(ctx context.Context) {
 	cl.mu.Lock()
-	cl.closed = true
+	cl.closed, cl.closeCtx = true, ctx
 	paths := make([]string, 0, len(cl.pending))
 	for p, t := range cl.pending {
 		t.Stop()
@@ -344,7 +349,7 @@ func (cl *cleaner) close(ctx context.Context) {
 // cleanWhile cleans p, again while its requests go unanswered and ctx
 // lasts: Close's is the last chance for a path that never had a child.
 func (cl *cleaner) cleanWhile(ctx context.Context, p string) {
-	for cl.clean(p) == cleanUnanswered {
+	for ctx.Err() == nil && cl.clean(p) == cleanUnanswered {
 		t := time.NewTimer(100 * time.Millisecond)
 		select {
 		case <-t.C:

@@ -171,3 +171,26 @@ func TestCleanerTriesAgainACleanupThatWentUnanswered(t *testing.T) {
 	waitGone(t, obs, top)
 	cleanedBy(t, rec, top+"/lock", top)
 }
+
+// On a caller's connection that the caller closed, a cleanup's request
+// fails at once, and is not tried again: the connection is gone for good
+// (tried again, it looped every delay until Close, and Close waited out its
+// whole cleanup timeout).
+func TestCleanerDoesNotRetryOnAConnectionClosedForGood(t *testing.T) {
+	t.Parallel()
+	logs := &tailBuffer{}
+	conn, events := rawConn(t, cluster.Addrs(), testSession)
+	c, err := zklock.NewClient(conn, events, zklock.WithCleanupDelay(200*time.Millisecond),
+		zklock.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	require.NoError(t, err)
+	eventually(t, "a session", func() bool { return conn.State() == zk.StateHasSession })
+	l, err := mustMutex(t, c, lockPath(t)).Acquire(ctxTimeout(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctxTimeout(t, 10*time.Second)))
+	conn.Close()
+	time.Sleep(time.Second) // five delays: a retried cleanup would have said so each time
+	start := time.Now()
+	c.Close()
+	assert.Less(t, time.Since(start), 500*time.Millisecond, "Close")
+	assert.NotContains(t, logs.String(), "cleanup unanswered")
+}

@@ -52,10 +52,10 @@ func newClient(conn *zk.Conn, own bool, w *wire.Tap, o options) *Client {
 		holds:      holdTable{byPath: make(map[string]map[string]*ownerHold)},
 		atOnce:     newAtOnce(),
 	}
-	c.cleaner = newCleaner(conn, o)
 	c.parents = &parentMaker{c: c}
 	states := newStateFeed()
 	c.session = newSessionTracker(conn, c.log, states, c.closing)
+	c.cleaner = newCleaner(conn, c.session.ended, o)
 	c.clock = newLossClock(conn, w, c.session, states, o)
 	c.wg.Add(1)
 	go func() {

@@ -189,7 +189,9 @@ func (c *Client) sendCreate(ctx context.Context, lockPath, prefix, guid string, 
 	if c.wire != nil {
 		sent = c.wire.Expect(guid)
 	}
+	replied := make(chan struct{}) // the create has its outcome
 	created := goCall(c, func() (createdNode, error) {
+		defer close(replied)
 		before := c.conn.SessionID()
 		name, err := c.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.opts.acl)
 		if hook := testHookAfterCreate.Load(); hook != nil {
@@ -220,9 +222,10 @@ func (c *Client) sendCreate(ctx context.Context, lockPath, prefix, guid string, 
 	// sent before the create would not see the node and cost a second
 	// listing (and the lease a read of its node), which is why the wait is
 	// for this create's packet, not for any of the client's. Waiting costs
-	// nothing: the acquisition needs the create's reply, which comes after
-	// the packet. The cap only bounds a packet never seen; 20 ms was too
-	// short for a CPU-starved process, whose create went out after it.
+	// nothing: the acquisition needs the create's outcome, which comes after
+	// the packet, or ends the wait (a create failed before it was sent).
+	// The cap only bounds a packet never seen; 20 ms was too short for a
+	// CPU-starved process, whose create went out after it.
 	t := createWaits.Get().(*time.Timer)
 	t.Reset(createSentCap)
 	gaveUp := false // the caller gives up on the create: no listing
@@ -230,6 +233,8 @@ func (c *Client) sendCreate(ctx context.Context, lockPath, prefix, guid string, 
 	case <-written:
 	case <-t.C:
 		c.wire.Forget(guid)
+	case <-replied:
+		c.wire.Forget(guid) // unless its packet was seen just before
 	case <-ctx.Done():
 		gaveUp = true
 	case <-c.closing:
