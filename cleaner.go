@@ -168,8 +168,8 @@ func (cl *cleaner) scheduleOrClean(lockPath string) {
 		cl.scheduleLocked(lockPath)
 	}
 	cl.mu.Unlock()
-	if closed {
-		cl.cleanWhile(ctx, lockPath)
+	if closed && cl.clean(lockPath) == cleanUnanswered {
+		cl.retryWhile(ctx, lockPath)
 	}
 }
 
@@ -194,9 +194,23 @@ func (cl *cleaner) scheduleLocked(lockPath string) {
 		defer cl.wg.Done()
 		if cl.clean(lockPath) == cleanUnanswered {
 			cl.log.Debug("zklock: cleanup unanswered; trying again after the delay", "path", lockPath)
-			cl.scheduleOrClean(lockPath) // Close may have begun meanwhile: then within its bound
+			cl.again(lockPath)
 		}
 	})
+}
+
+// again follows a cleanup of lockPath that went unanswered: it is tried
+// after the delay, or, once Close has begun meanwhile, within Close's bound.
+func (cl *cleaner) again(lockPath string) {
+	cl.mu.Lock()
+	closed, ctx := cl.closed, cl.closeCtx
+	if !closed {
+		cl.scheduleLocked(lockPath)
+	}
+	cl.mu.Unlock()
+	if closed {
+		cl.retryWhile(ctx, lockPath)
+	}
 }
 
 // A cleanup's outcome.
@@ -337,7 +351,9 @@ func (cl *cleaner) close(ctx context.Context) {
 		defer cl.wg.Done()
 		defer close(done)
 		for _, p := range paths {
-			cl.cleanWhile(ctx, p)
+			if cl.clean(p) == cleanUnanswered {
+				cl.retryWhile(ctx, p)
+			}
 		}
 	}()
 	select {
@@ -346,17 +362,22 @@ func (cl *cleaner) close(ctx context.Context) {
 	}
 }
 
-// cleanWhile cleans p, again while its requests go unanswered and ctx
-// lasts: Close's is the last chance for a path that never had a child.
-func (cl *cleaner) cleanWhile(ctx context.Context, p string) {
-	for ctx.Err() == nil && cl.clean(p) == cleanUnanswered {
-		t := time.NewTimer(100 * time.Millisecond)
+// retryWhile cleans p again every 100 ms while its requests go unanswered
+// and ctx (Close's) lasts: the last chance for a path that never had a
+// child.
+func (cl *cleaner) retryWhile(ctx context.Context, p string) {
+	t := time.NewTimer(100 * time.Millisecond)
+	defer t.Stop()
+	for {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			t.Stop()
 			return
 		}
+		if cl.clean(p) != cleanUnanswered {
+			return
+		}
+		t.Reset(100 * time.Millisecond)
 	}
 }
 
