@@ -113,15 +113,15 @@ func TestExecNegativeMaxHoldRefused(t *testing.T) {
 
 // Case 4: zklock is killed (kill -9) with a --grace longer than the
 // session timeout: the reaper kills the group before the session can
-// expire, not --grace after zklock's death. A 5 s session: the reaper has
-// half a second (a tenth of it) between its kill and the session's end, and
-// a loaded fresh-clone run did not schedule it within the 0.2 s of a 2 s one.
+// expire, not --grace after zklock's death. A 10 s session: the reaper has
+// a second (a tenth of it) between its kill and the session's end; fresh-
+// clone runs missed the 0.2 s of a 2 s session and the 0.5 s of a 5 s one.
 func TestExecKilledReaperBeatsTheSession(t *testing.T) {
 	t.Parallel()
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
-	p := start(t, "exec", "--session-timeout", "5s", "--grace", "30s", path, "--", "sh", "-c",
+	p := start(t, "exec", "--session-timeout", "10s", "--grace", "30s", path, "--", "sh", "-c",
 		`trap "" TERM; echo $$ >> $0; `+stubbornChild+`echo started >> $1; wait`, pids, events)
 	waitQueue(t, c, path, 1)
 	waitFile(t, events, "started")
@@ -259,9 +259,9 @@ func TestExecStoppedHolderReaperKills(t *testing.T) {
 	path := lockPath(t)
 	c := connect(t)
 	pids, events := runFiles(t)
-	// A 5 s session, as in TestExecKilledReaperBeatsTheSession: the reaper
+	// A 10 s session, as in TestExecKilledReaperBeatsTheSession: the reaper
 	// must be scheduled within a tenth of it.
-	p := start(t, "exec", "--session-timeout", "5s", "--grace", "30s", path, "--", "sh", "-c",
+	p := start(t, "exec", "--session-timeout", "10s", "--grace", "30s", path, "--", "sh", "-c",
 		`trap "" TERM; echo $$ >> $0; echo started >> $1; while :; do sleep 0.05; done`, pids, events)
 	waitQueue(t, c, path, 1)
 	waitFile(t, events, "started")
